@@ -1,0 +1,20 @@
+"""pool3d_pass: rewrite StableHLO max-pool gradients into one max-pool-backward kernel call.
+
+Public API:
+  rewrite(module) -> RewriteReport        rewrite a jaxlib MLIR module in place
+  rewrite_text(text) -> (text, report)    the same on textual MLIR
+  add_pass(pm)                            the pass in your own PassManager
+  jit, enable, disable, enabled           JAX integration (see docs/jax_integration.md)
+"""
+
+from pool3d_pass.report import Miss, RewriteReport
+from pool3d_pass.rewriting import PASS_ARGUMENT, add_pass, rewrite, rewrite_text
+
+__all__ = ["Miss", "PASS_ARGUMENT", "RewriteReport", "add_pass", "rewrite", "rewrite_text"]
+
+try:
+    from pool3d_pass.integration import disable, enable, enabled, jit  # noqa: F401
+
+    __all__ += ["disable", "enable", "enabled", "jit"]
+except ImportError:  # pragma: no cover - integration still being written
+    pass

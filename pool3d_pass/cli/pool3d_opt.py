@@ -1,0 +1,167 @@
+"""pool3d-opt: read textual MLIR, run the pool3d pass (and optional upstream passes), print it.
+
+    pool3d-opt model.mlir -o rewritten.mlir --stats --remarks
+    pool3d-opt - < model.mlir
+    pool3d-opt cases.mlir --split-input-file
+    pool3d-opt m.mlir --pass-pipeline=canonicalize,pool3d-max-pool-backward,cse
+
+Bad input never produces a traceback or a partial output file: the error is
+one line, `file:line:col: error: message` where the place is known, and the
+exit status is 1. `-o` is written atomically (temporary file, then rename).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+import tempfile
+from dataclasses import dataclass
+
+from pool3d_pass.cli.pipeline import DEFAULT_PIPELINE, build_pass_manager
+from pool3d_pass.report import RewriteReport
+
+SPLIT_MARKER = re.compile(r"^// -----\s*$", re.MULTILINE)
+PROG = "pool3d-opt"
+
+
+class UserError(Exception):
+    """A one-line message for the user; no traceback."""
+
+
+@dataclass
+class Chunk:
+    text: str
+    first_line: int  # 1-based line of the chunk in the input
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    parser.add_argument("input", nargs="?", default="-", help="input file, or - for stdin (default)")
+    parser.add_argument("-o", dest="output", default="-", help="output file, or - for stdout (default)")
+    parser.add_argument("--split-input-file", action="store_true", help="process each `// -----` chunk on its own")
+    parser.add_argument("--stats", action="store_true", help="print how many gradients were found/rewritten/missed")
+    parser.add_argument("--remarks", action="store_true", help="print a remark per gradient: rewritten, or why not")
+    parser.add_argument(
+        "--pass-pipeline",
+        default=DEFAULT_PIPELINE,
+        help=f"comma-separated passes; upstream names (canonicalize, cse, ...) and {DEFAULT_PIPELINE}",
+    )
+    parser.add_argument("--print-debuginfo", action="store_true", help="print op locations")
+    return parser.parse_args(argv)
+
+
+def read_input(path: str) -> tuple[str, str]:
+    """(text, name used in messages)."""
+    if path == "-":
+        return sys.stdin.read(), "<stdin>"
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read(), path
+    except (OSError, UnicodeDecodeError) as error:
+        raise UserError(f"{PROG}: error: cannot read '{path}': {getattr(error, 'strerror', None) or error}") from None
+
+
+def split_chunks(text: str, split: bool) -> list[Chunk]:
+    if not split:
+        return [Chunk(text, 1)]
+    chunks, start, line = [], 0, 1
+    for marker in SPLIT_MARKER.finditer(text):
+        chunks.append(Chunk(text[start : marker.start()], line))
+        line += text.count("\n", start, marker.end())
+        start = marker.end()
+    chunks.append(Chunk(text[start:], line))
+    return chunks
+
+
+def _diagnostic_line(error, name: str) -> str:
+    """file:line:col: error: message, from an MLIRError's first diagnostic."""
+    from pool3d_pass.matching.ir_utils import format_location
+
+    diagnostics = getattr(error, "error_diagnostics", None) or []
+    if not diagnostics:
+        message = str(error).strip().splitlines()
+        return f"{name}: error: {message[-1] if message else 'failed'}"
+    first = diagnostics[0]
+    return f"{format_location(first.location, name)}: error: {first.message}"
+
+
+def process_chunk(chunk: Chunk, name: str, args: argparse.Namespace, report: RewriteReport) -> str:
+    from jaxlib.mlir import ir
+
+    from pool3d_pass.ir_context import make_context
+
+    # Leading newlines keep the parser's line numbers equal to the input file's.
+    source = "\n" * (chunk.first_line - 1) + chunk.text
+    with make_context():
+        try:
+            module = ir.Module.parse(source)
+        except ir.MLIRError as error:
+            raise UserError(_diagnostic_line(error, name)) from None
+        try:
+            pm = build_pass_manager(args.pass_pipeline, on_report=report.merge, filename=name)
+        except ValueError as error:
+            raise UserError(f"{PROG}: error: bad --pass-pipeline: {str(error).splitlines()[0]}") from None
+        try:
+            pm.run(module.operation)
+        except ir.MLIRError as error:
+            raise UserError(_diagnostic_line(error, name)) from None
+        return module.operation.get_asm(enable_debug_info=args.print_debuginfo)
+
+
+def write_output(path: str, text: str) -> None:
+    if path == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        handle, temporary = tempfile.mkstemp(prefix=".pool3d-opt-", dir=directory)
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            stream.write(text)
+        os.replace(temporary, path)
+    except OSError as error:
+        if "temporary" in locals() and os.path.exists(temporary):
+            os.unlink(temporary)
+        raise UserError(f"{PROG}: error: cannot write '{path}': {error.strerror or error}") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    text, name = read_input(args.input)
+    report = RewriteReport()
+    outputs, failed = [], False
+    for chunk in split_chunks(text, args.split_input_file):
+        try:
+            outputs.append(process_chunk(chunk, name, args, report))
+        except UserError as error:
+            if not args.split_input_file:
+                raise
+            print(error, file=sys.stderr)
+            failed = True
+    if args.remarks:
+        for line in report.remarks():
+            print(line, file=sys.stderr)
+    if args.stats:
+        print(report, file=sys.stderr)
+    if failed and args.output != "-":
+        return 1  # no partial output file
+    write_output(args.output, "// -----\n".join(outputs))
+    return 1 if failed else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        return run(parse_args(argv))
+    except UserError as error:
+        print(error, file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

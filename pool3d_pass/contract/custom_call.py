@@ -1,0 +1,72 @@
+"""The one typed builder of the contract's custom call (see docs/contract.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import stablehlo
+
+from pool3d_pass.contract import API_VERSION_TYPED_FFI, LAYOUTS, SPATIAL_RANK, TARGET_NAME
+
+
+def _i64_vector(values: Sequence[int]) -> ir.Attribute:
+    # The encoding jax.ffi.ffi_call gives an int64 numpy array attribute.
+    return ir.DenseElementsAttr.get(np.asarray(values, dtype=np.int64))
+
+
+def contract_attributes(
+    *,
+    kernel_size: Sequence[int],
+    stride: Sequence[int],
+    padding: Sequence[int],
+    data_format: str,
+    output_format: str,
+) -> ir.DictAttr:
+    """The `mhlo.backend_config` dictionary, checked against the contract."""
+    for name, values, least in (("kernel_size", kernel_size, 1), ("stride", stride, 1), ("padding", padding, 0)):
+        assert len(values) == SPATIAL_RANK and all(v >= least for v in values), f"{name}={list(values)}"
+    assert data_format in LAYOUTS and output_format in LAYOUTS, (data_format, output_format)
+    return ir.DictAttr.get(
+        {
+            "kernel_size": _i64_vector(kernel_size),
+            "stride": _i64_vector(stride),
+            "padding": _i64_vector(padding),
+            "data_format": ir.StringAttr.get(data_format),
+            "output_format": ir.StringAttr.get(output_format),
+        }
+    )
+
+
+def build_max_pooling_3d_backward(
+    *,
+    grad_output: ir.Value,
+    input: ir.Value,  # noqa: A002 - the kernel's parameter name
+    output: ir.Value,
+    kernel_size: Sequence[int],
+    stride: Sequence[int],
+    padding: Sequence[int],
+    data_format: str,
+    output_format: str | None = None,
+) -> ir.Value:
+    """Insert the contract's call at the current insertion point and location; return grad_input."""
+    output_format = output_format or data_format
+    for name, value in (("grad_output", grad_output), ("input", input), ("output", output)):
+        assert ir.RankedTensorType(value.type).rank == 5, f"{name} must be rank 5, got {value.type}"
+    assert grad_output.type == output.type, (grad_output.type, output.type)
+    call = stablehlo.CustomCallOp(
+        [input.type],
+        [grad_output, input, output],
+        TARGET_NAME,
+        has_side_effect=False,
+        api_version=ir.IntegerAttr.get(ir.IntegerType.get_signless(32), API_VERSION_TYPED_FFI),
+    )
+    call.attributes["mhlo.backend_config"] = contract_attributes(
+        kernel_size=kernel_size,
+        stride=stride,
+        padding=padding,
+        data_format=data_format,
+        output_format=output_format,
+    )
+    return call.results[0]

@@ -1,0 +1,68 @@
+"""MLIR contexts and the jaxlib MLIR Python API this package relies on.
+
+The pass is built on the MLIR Python bindings that ship inside jaxlib (the
+upstream `mlir-python-bindings` package on PyPI is an empty placeholder). This
+module is the one place that names the pieces of that API we need, so a jaxlib
+that moves them fails here, with a message naming what is missing, instead of
+deep inside a rewrite.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+REQUIRED_API = (
+    ("jaxlib.mlir.ir", ("Context", "Module", "Location", "InsertionPoint", "MLIRError",
+                         "DenseI64ArrayAttr", "DenseElementsAttr", "RankedTensorType",
+                         "DialectRegistry")),
+    ("jaxlib.mlir.passmanager", ("PassManager",)),
+    ("jaxlib.mlir._mlir_libs._mlir.rewrite", ("RewritePatternSet", "walk_and_apply_patterns")),
+    ("jaxlib.mlir.dialects.stablehlo", ("SelectAndScatterOp", "ReduceWindowOp", "CustomCallOp",
+                                        "PadOp", "SliceOp", "ReshapeOp", "ConstantOp",
+                                        "register_dialect")),
+    ("jaxlib.mlir._mlir_libs._jax_mlir_ext", ("register_dialects",)),
+)
+
+
+class MissingMlirApi(ImportError):
+    """jaxlib lacks a piece of the MLIR Python API that pool3d_pass needs."""
+
+
+def check_mlir_api() -> None:
+    """Raise MissingMlirApi naming every required module or attribute that is absent."""
+    missing = []
+    for module_name, names in REQUIRED_API:
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as error:
+            missing.append(f"{module_name} ({error})")
+            continue
+        missing.extend(f"{module_name}.{name}" for name in names if not hasattr(module, name))
+    if missing:
+        import jaxlib
+
+        raise MissingMlirApi(
+            f"pool3d_pass needs jaxlib==0.10.2's MLIR Python API; jaxlib "
+            f"{getattr(jaxlib, '__version__', '?')} lacks: {', '.join(missing)}"
+        )
+
+
+check_mlir_api()
+
+from jaxlib.mlir import ir  # noqa: E402
+from jaxlib.mlir._mlir_libs import _jax_mlir_ext  # noqa: E402
+from jaxlib.mlir.dialects import chlo, mhlo, sdy, stablehlo  # noqa: E402
+
+
+def make_context() -> ir.Context:
+    """A context that knows every dialect JAX emits (func, stablehlo, chlo, sdy, mhlo)."""
+    registry = ir.DialectRegistry()
+    _jax_mlir_ext.register_dialects(registry)
+    context = ir.Context()
+    context.append_dialect_registry(registry)
+    context.load_all_available_dialects()
+    stablehlo.register_dialect(context)
+    chlo.register_dialect(context)
+    sdy.register_dialect(context)
+    mhlo.register_mhlo_dialect(context)
+    return context

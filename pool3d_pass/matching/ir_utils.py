@@ -1,0 +1,126 @@
+"""Small, read-only queries on jaxlib MLIR objects that the matchers share."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import stablehlo
+
+FLOAT_TYPES = {"f32": ir.F32Type, "bf16": ir.BF16Type, "f16": ir.F16Type}
+
+
+def element_type_name(type_: ir.Type) -> str:
+    return str(ir.ShapedType(type_).element_type)
+
+
+def static_ranked_shape(value: ir.Value) -> tuple[int, ...] | None:
+    """The shape of a statically shaped ranked tensor value, else None."""
+    if not isinstance(value.type, ir.RankedTensorType):
+        return None
+    tensor = ir.RankedTensorType(value.type)
+    if not tensor.has_static_shape:
+        return None
+    return tuple(tensor.shape)
+
+
+def defining_op(value: ir.Value) -> ir.OpView | None:
+    owner = value.owner
+    return None if isinstance(owner, ir.Block) else owner
+
+
+def op_name(op: ir.OpView | ir.Operation | None) -> str | None:
+    return None if op is None else op.operation.name
+
+
+def i64_array(op: ir.OpView, name: str, default: Sequence[int]) -> tuple[int, ...]:
+    if name not in op.attributes:
+        return tuple(default)
+    return tuple(ir.DenseI64ArrayAttr(op.attributes[name]))
+
+
+def padding_pairs(op: ir.OpView, rank: int) -> tuple[tuple[int, int], ...]:
+    """The `padding` attribute of a windowed op as (low, high) pairs; zeros if absent."""
+    if "padding" not in op.attributes:
+        return ((0, 0),) * rank
+    flat = [int(v) for v in ir.DenseIntElementsAttr(op.attributes["padding"])]
+    return tuple((flat[2 * d], flat[2 * d + 1]) for d in range(rank))
+
+
+def splat_float(value: ir.Value) -> float | None:
+    """The float a scalar or splat `stablehlo.constant` holds, through broadcast_in_dim; else None."""
+    op = defining_op(value)
+    if op_name(op) == "stablehlo.broadcast_in_dim":
+        return splat_float(op.operands[0])
+    if op_name(op) != "stablehlo.constant":
+        return None
+    attr = op.attributes["value"]
+    if not isinstance(attr, ir.DenseFPElementsAttr):
+        return None
+    dense = ir.DenseFPElementsAttr(attr)
+    if not dense.is_splat:
+        return None
+    return ir.FloatAttr(dense.get_splat_value()).value
+
+
+def is_negative_infinity(value: ir.Value) -> bool:
+    constant = splat_float(value)
+    return constant is not None and math.isinf(constant) and constant < 0
+
+
+def is_positive_zero(value: ir.Value) -> bool:
+    constant = splat_float(value)
+    return constant == 0.0 and math.copysign(1.0, constant) > 0
+
+
+def single_block_ops(region: ir.Region) -> tuple[list[ir.OpView], ir.Block] | None:
+    blocks = list(region.blocks)
+    if len(blocks) != 1:
+        return None
+    return list(blocks[0].operations), blocks[0]
+
+
+def is_binary_body(region: ir.Region, op_names: tuple[str, ...], *, commutative: bool) -> bool:
+    """True if `region` is `^bb(a, b): r = <op>(a, b); return r` (either order if commutative)."""
+    body = single_block_ops(region)
+    if body is None:
+        return False
+    ops, block = body
+    if len(block.arguments) != 2 or len(ops) != 2:
+        return False
+    compute, terminator = ops
+    if op_name(compute) not in op_names or op_name(terminator) != "stablehlo.return":
+        return False
+    if len(terminator.operands) != 1 or terminator.operands[0] != compute.results[0]:
+        return False
+    args = list(block.arguments)
+    operands = list(compute.operands)
+    if operands == args:
+        return True
+    return commutative and operands == args[::-1]
+
+
+def comparison(compare: ir.OpView) -> tuple[str, str | None]:
+    """(direction, compare_type) of a stablehlo.compare; compare_type None if absent."""
+    direction = stablehlo.ComparisonDirectionAttr(compare.attributes["comparison_direction"]).value
+    if "compare_type" not in compare.attributes:
+        return direction, None
+    return direction, stablehlo.ComparisonTypeAttr(compare.attributes["compare_type"]).value
+
+
+def format_location(location: ir.Location, filename: str | None = None) -> str:
+    """`file:line:col` for the first file location inside `location`, else its MLIR text.
+
+    The parser names its buffer "-"; `filename` replaces that name.
+    """
+    import re
+
+    text = str(location)
+    found = re.search(r'"((?:[^"\\]|\\.)*)":(\d+):(\d+)', text)
+    if not found:
+        return text
+    name = found.group(1)
+    if name == "-" and filename is not None:
+        name = filename
+    return f"{name}:{found.group(2)}:{found.group(3)}"

@@ -1,0 +1,168 @@
+"""Decide whether one `stablehlo.select_and_scatter` is a max-pool gradient the kernel computes exactly.
+
+A match needs all of: select region `compare GE` (FLOAT) of its two arguments
+in order (first maximum wins), scatter region one `add`, init the constant +0,
+element type f32/bf16/f16, static shapes, and a window the kernel can express
+(see `window`). Two padding forms are understood:
+
+* JAX on CPU/GPU: operand `stablehlo.pad(x, -inf)` with zero interior, op
+  padding zero, result cut back by a `stablehlo.slice` that exactly undoes the
+  pad. The pad becomes the effective padding; pad and slice fold away.
+* TPU, torch-xla, TensorFlow: padding on the op's attribute, raw operand.
+
+Anything else is a `NoMatch` whose reason is shown to the user as a remark.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from jaxlib.mlir import ir
+
+from pool3d_pass.contract import SUPPORTED_DTYPES
+from pool3d_pass.matching import ir_utils as u
+from pool3d_pass.matching.window import GeometryMismatch, KernelGeometry, Window, fold_to_kernel
+
+
+class NoMatch(Exception):
+    """This select_and_scatter is left untouched; str(self) says why."""
+
+
+@dataclass
+class PoolGradient:
+    """A matched max-pool gradient and everything the rewrite needs."""
+
+    op: ir.OpView  # the select_and_scatter
+    forward_input: ir.Value  # x, unpadded
+    grad_output: ir.Value  # the op's `source`
+    zero: ir.Value  # the op's init value, a +0 constant
+    window: Window  # with the effective padding
+    geometry: KernelGeometry
+    pad: ir.OpView | None  # JAX's explicit -inf pad, folded away
+    slice: ir.OpView | None  # the slice that undoes it
+    element_type: ir.Type
+
+    @property
+    def replaced_value(self) -> ir.Value:
+        """The value whose uses receive the new gradient."""
+        return (self.slice or self.op).results[0]
+
+
+def _check_regions(op: ir.OpView) -> None:
+    select_body = u.single_block_ops(op.regions[0])
+    if select_body is None:
+        raise NoMatch("select region has more than one block")
+    ops, block = select_body
+    compare = ops[0] if ops else None
+    if len(ops) != 2 or u.op_name(compare) != "stablehlo.compare":
+        raise NoMatch("select region is not a single stablehlo.compare")
+    if list(compare.operands) != list(block.arguments) or ops[1].operands[0] != compare.results[0]:
+        raise NoMatch("select region does not compare its two arguments in order")
+    direction, compare_type = u.comparison(compare)
+    if direction != "GE":
+        meaning = {
+            "GT": "last maximum wins",
+            "LE": "min pooling",
+            "LT": "min pooling, last minimum wins",
+        }.get(direction, "not a max pooling")
+        raise NoMatch(f"select is compare {direction} ({meaning}), not GE (first maximum wins)")
+    if compare_type not in (None, "FLOAT"):
+        raise NoMatch(f"select compares with type {compare_type}, not FLOAT")
+    if not u.is_binary_body(op.regions[1], ("stablehlo.add",), commutative=True):
+        raise NoMatch("scatter region is not a single stablehlo.add")
+
+
+def _check_types(op: ir.OpView) -> ir.Type:
+    operand, source, init = op.operands
+    for value in (operand, source, op.results[0]):
+        if u.static_ranked_shape(value) is None:
+            raise NoMatch(f"dynamic or unranked shape {value.type}")
+    element_type = ir.ShapedType(operand.type).element_type
+    name = str(element_type)
+    if name not in SUPPORTED_DTYPES:
+        raise NoMatch(f"element type {name} is not one of {', '.join(SUPPORTED_DTYPES)}")
+    if any(ir.ShapedType(v.type).element_type != element_type for v in (source, init, op.results[0])):
+        raise NoMatch("operand, source and init differ in element type")
+    return element_type
+
+
+def _undoing_slice(op: ir.OpView, low, high, unpadded_shape) -> ir.OpView | None:
+    """The single use of the op's result if it is a slice cutting exactly the pad away."""
+    uses = list(op.results[0].uses)
+    if len(uses) != 1 or u.op_name(uses[0].owner) != "stablehlo.slice":
+        return None
+    cut = uses[0].owner
+    start = u.i64_array(cut, "start_indices", ())
+    limit = u.i64_array(cut, "limit_indices", ())
+    strides = u.i64_array(cut, "strides", ())
+    expected_limit = tuple(lo + size for lo, size in zip(low, unpadded_shape))
+    if start == tuple(low) and limit == expected_limit and all(s == 1 for s in strides):
+        return cut
+    return None
+
+
+def _padding_form(op: ir.OpView, rank: int):
+    """(forward input, effective padding, pad op or None, slice op or None)."""
+    operand = op.operands[0]
+    attribute_padding = u.padding_pairs(op, rank)
+    pad = u.defining_op(operand)
+    if u.op_name(pad) != "stablehlo.pad":
+        return operand, attribute_padding, None, None
+
+    if any(pair != (0, 0) for pair in attribute_padding):
+        raise NoMatch("operand is a stablehlo.pad and the op also has padding")
+    if not u.is_negative_infinity(pad.operands[1]):
+        raise NoMatch("operand is padded with a value other than -inf")
+    if any(u.i64_array(pad, "interior_padding", (0,) * rank)):
+        raise NoMatch("operand has interior padding")
+    low = u.i64_array(pad, "edge_padding_low", (0,) * rank)
+    high = u.i64_array(pad, "edge_padding_high", (0,) * rank)
+    if any(v < 0 for v in low + high):
+        raise NoMatch("operand pad has negative (cropping) padding")
+    x = pad.operands[0]
+    unpadded = u.static_ranked_shape(x)
+    if unpadded is None:
+        raise NoMatch(f"dynamic or unranked shape {x.type}")
+    cut = _undoing_slice(op, low, high, unpadded)
+    if cut is None and (any(low) or any(high)):
+        raise NoMatch("result is not cut back by a stablehlo.slice that exactly undoes the -inf pad")
+    return x, tuple(zip(low, high)), pad, cut
+
+
+def match_pool_gradient(op: ir.OpView) -> PoolGradient:
+    """Return the match for `op`, or raise NoMatch with the reason."""
+    element_type = _check_types(op)
+    _check_regions(op)
+    operand, source, init = op.operands
+    if not u.is_positive_zero(init):
+        raise NoMatch("init value is not the constant +0")
+
+    rank = len(u.static_ranked_shape(operand))
+    x, padding, pad, cut = _padding_form(op, rank)
+    window = Window(
+        dimensions=u.i64_array(op, "window_dimensions", (1,) * rank),
+        strides=u.i64_array(op, "window_strides", (1,) * rank),
+        padding=padding,
+    )
+    try:
+        geometry = fold_to_kernel(
+            u.static_ranked_shape(x),
+            u.static_ranked_shape(source),
+            window,
+            # On the attribute form the original never selects padding; a
+            # low-side explicit remainder could be selected in an all -inf window.
+            allow_low_remainder=pad is not None,
+        )
+    except GeometryMismatch as reason:
+        raise NoMatch(str(reason)) from None
+    return PoolGradient(
+        op=op,
+        forward_input=x,
+        grad_output=source,
+        zero=init,
+        window=window,
+        geometry=geometry,
+        pad=pad,
+        slice=cut,
+        element_type=element_type,
+    )

@@ -1,0 +1,145 @@
+"""Window geometry: from a select_and_scatter window of any rank to the kernel's 3-D one.
+
+Pure arithmetic on shapes and attributes, no MLIR. A dimension with window 1,
+stride 1 and no padding is *parallel*; the others are *pooled*. One to three
+contiguous pooled dimensions map onto the kernel's (D, H, W), padded in front
+with unit dimensions; parallel dimensions before them fold into the kernel's
+batch and channels (NCDHW), those after them into channels-last C (NDHWC).
+Folding is a row-major reshape, so no data moves.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from pool3d_pass.contract import MAX_WINDOW_ELEMENTS, SPATIAL_RANK
+
+
+class GeometryMismatch(ValueError):
+    """The window cannot be mapped onto the kernel; the message says why."""
+
+
+@dataclass(frozen=True)
+class Window:
+    """A select_and_scatter / reduce_window window with its effective padding."""
+
+    dimensions: tuple[int, ...]
+    strides: tuple[int, ...]
+    padding: tuple[tuple[int, int], ...]  # (low, high) per dimension
+
+    def is_parallel(self, dim: int) -> bool:
+        return self.dimensions[dim] == 1 and self.strides[dim] == 1 and self.padding[dim] == (0, 0)
+
+
+@dataclass(frozen=True)
+class KernelGeometry:
+    """How one pool gradient is expressed as a call of the 3-D kernel."""
+
+    data_format: str
+    kernel_size: tuple[int, int, int]
+    stride: tuple[int, int, int]
+    padding: tuple[int, int, int]  # symmetric, folded into the kernel
+    input_shape: tuple[int, ...]  # kernel view of the (remainder-padded) input, rank 5
+    output_shape: tuple[int, ...]  # kernel view of grad_output and output, rank 5
+    remainder_low: tuple[int, ...]  # explicit -inf padding left outside the kernel,
+    remainder_high: tuple[int, ...]  # per dimension of the original operand
+
+    @property
+    def has_remainder(self) -> bool:
+        return any(self.remainder_low) or any(self.remainder_high)
+
+
+def _pooled_span(window: Window) -> tuple[int, int]:
+    pooled = [d for d in range(len(window.dimensions)) if not window.is_parallel(d)]
+    if not pooled:
+        raise GeometryMismatch("window pools no dimension (every window is 1x1x...)")
+    if len(pooled) > SPATIAL_RANK:
+        raise GeometryMismatch(
+            f"{len(pooled)} pooled dimensions {pooled}; the kernel pools at most {SPATIAL_RANK}"
+        )
+    first, last = pooled[0], pooled[-1]
+    if last - first + 1 != len(pooled):
+        raise GeometryMismatch(f"pooled dimensions {pooled} are not contiguous")
+    return first, last + 1
+
+
+def fold_to_kernel(
+    input_shape: tuple[int, ...],
+    output_shape: tuple[int, ...],
+    window: Window,
+    *,
+    allow_low_remainder: bool = True,
+) -> KernelGeometry:
+    """Map `window` over `input_shape` (unpadded) onto the kernel, or raise GeometryMismatch.
+
+    `allow_low_remainder=False` refuses padding whose low side exceeds its high
+    side: the explicit pad that would carry the excess comes first in every
+    window and could be selected where the original never selects padding.
+    """
+    rank = len(input_shape)
+    if not (len(output_shape) == len(window.dimensions) == len(window.strides) == len(window.padding) == rank):
+        raise GeometryMismatch("window attributes do not match the operand rank")
+    if any(size == 0 for size in input_shape + output_shape):
+        raise GeometryMismatch("zero-sized tensor")
+    if any(lo < 0 or hi < 0 for lo, hi in window.padding):
+        raise GeometryMismatch(f"negative padding {list(window.padding)}")
+    begin, end = _pooled_span(window)
+    pooled = range(begin, end)
+
+    window_elements = math.prod(window.dimensions[d] for d in pooled)
+    if window_elements > MAX_WINDOW_ELEMENTS:
+        raise GeometryMismatch(
+            f"window has {window_elements} elements; the kernel allows at most {MAX_WINDOW_ELEMENTS}"
+        )
+
+    symmetric = [min(window.padding[d]) for d in range(rank)]
+    remainder_low = tuple(window.padding[d][0] - symmetric[d] for d in range(rank))
+    remainder_high = tuple(window.padding[d][1] - symmetric[d] for d in range(rank))
+    if not allow_low_remainder and any(remainder_low):
+        raise GeometryMismatch(
+            f"padding {list(window.padding)} is larger on the low side than the high side"
+        )
+    kernel_input = [input_shape[d] + remainder_low[d] + remainder_high[d] for d in range(rank)]
+
+    for d in range(rank):
+        if d in pooled:
+            expected = (kernel_input[d] + 2 * symmetric[d] - window.dimensions[d]) // window.strides[d] + 1
+        else:
+            expected = input_shape[d]
+        if expected != output_shape[d] or expected < 1:
+            raise GeometryMismatch(
+                f"gradient shape {list(output_shape)} does not match window over {list(input_shape)}"
+            )
+
+    unit = SPATIAL_RANK - len(pooled)
+    kernel_size = (1,) * unit + tuple(window.dimensions[d] for d in pooled)
+    stride = (1,) * unit + tuple(window.strides[d] for d in pooled)
+    padding = (0,) * unit + tuple(symmetric[d] for d in pooled)
+    spatial_in = (1,) * unit + tuple(kernel_input[d] for d in pooled)
+    spatial_out = (1,) * unit + tuple(output_shape[d] for d in pooled)
+
+    leading = input_shape[:begin]
+    trailing = input_shape[end:]
+    if trailing:
+        data_format = "NDHWC"
+        batch, channels = math.prod(leading), math.prod(trailing)
+        in5 = (batch, *spatial_in, channels)
+        out5 = (batch, *spatial_out, channels)
+    else:
+        data_format = "NCDHW"
+        batch = math.prod(leading[:-1]) if leading else 1
+        channels = leading[-1] if leading else 1
+        in5 = (batch, channels, *spatial_in)
+        out5 = (batch, channels, *spatial_out)
+
+    return KernelGeometry(
+        data_format=data_format,
+        kernel_size=kernel_size,
+        stride=stride,
+        padding=padding,
+        input_shape=in5,
+        output_shape=out5,
+        remainder_low=remainder_low,
+        remainder_high=remainder_high,
+    )

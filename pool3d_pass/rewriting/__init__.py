@@ -1,0 +1,5 @@
+"""Rewriting matched max-pool gradients into the contract's custom call, as an MLIR pass."""
+
+from pool3d_pass.rewriting.pass_ import PASS_ARGUMENT, add_pass, rewrite, rewrite_text
+
+__all__ = ["PASS_ARGUMENT", "add_pass", "rewrite", "rewrite_text"]

@@ -1,0 +1,180 @@
+"""The pool3d MLIR pass: Python rewrite patterns applied by a Python-defined pass.
+
+Two patterns, applied by `walk_and_apply_patterns` (a single walk, no folding,
+no dead-code elimination, so nothing the pass did not mean to touch changes):
+
+* on `stablehlo.select_and_scatter`: match a max-pool gradient and replace it
+  with the kernel call. JAX's explicit-pad form leaves `slice(pad(...))`
+  behind, because the walk driver lets a pattern erase only ops it has
+  already visited and the slice comes later; so the op is replaced by a zero
+  pad of the new gradient, remembered here, and
+* on `stablehlo.slice`: a slice that exactly undoes one of those remembered
+  pads is folded away together with the pad and, once unused, the original
+  -inf pad.
+
+The pass runs in any PassManager next to upstream passes (`add_pass`), or
+directly on a module (`rewrite`) or on text (`rewrite_text`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from jaxlib.mlir import ir, passmanager
+from jaxlib.mlir._mlir_libs._mlir import rewrite as mlir_rewrite
+from jaxlib.mlir.dialects import stablehlo
+
+from pool3d_pass.ir_context import make_context
+from pool3d_pass.matching import NoMatch, match_pool_gradient
+from pool3d_pass.matching import ir_utils as u
+from pool3d_pass.matching.forward import find_forward_output
+from pool3d_pass.report import Miss, Rewrite, RewriteReport
+from pool3d_pass.rewriting.max_pool_backward import build_replacement
+
+PASS_NAME = "Pool3dMaxPoolBackward"
+PASS_ARGUMENT = "pool3d-max-pool-backward"
+PASS_DESCRIPTION = (
+    "Rewrite StableHLO max-pool gradients (select_and_scatter GE/add) into one "
+    "@pool3d.max_pooling_3d_backward custom call each."
+)
+
+# The bindings' convention: a pattern returns a truthy value when it did NOT match.
+_NO_MATCH = True
+_MATCHED = False
+
+
+class _PassRun:
+    """State of one application of the patterns to one operation."""
+
+    def __init__(self, filename: str | None):
+        self.filename = filename
+        self.report = RewriteReport()
+        self.pending_folds: list[tuple[ir.OpView, ir.OpView | None]] = []
+
+    def patterns(self) -> mlir_rewrite.FrozenRewritePatternSet:
+        patterns = mlir_rewrite.RewritePatternSet()
+        patterns.add(stablehlo.SelectAndScatterOp, self.rewrite_pool_gradient)
+        patterns.add(stablehlo.SliceOp, self.fold_slice_of_created_pad)
+        return patterns.freeze()
+
+    def rewrite_pool_gradient(self, op: ir.OpView, rewriter) -> bool:
+        self.report.candidates += 1
+        try:
+            match = match_pool_gradient(op)
+        except NoMatch as reason:
+            self.report.missed.append(Miss(u.format_location(op.location, self.filename), str(reason)))
+            return _NO_MATCH
+
+        forward_output = find_forward_output(match)
+        if forward_output is None:
+            self.report.forward_inserted += 1
+        else:
+            self.report.forward_reused += 1
+        grad_input = build_replacement(match, forward_output)
+        self.report.rewritten += 1
+        self.report.rewrites.append(Rewrite(u.format_location(op.location, self.filename), _describe(match, forward_output)))
+
+        if match.slice is not None:
+            low = [lo for lo, _ in match.window.padding]
+            high = [hi for _, hi in match.window.padding]
+            with ir.InsertionPoint(op.operation), op.location:
+                padded = stablehlo.PadOp(grad_input, match.zero, low, high, [0] * len(low))
+            self.pending_folds.append((padded, match.pad))
+            rewriter.replace_op(op, [padded.result])
+            return _MATCHED
+
+        rewriter.replace_op(op, [grad_input])
+        _erase_if_unused(rewriter, match.pad)
+        _erase_if_unused(rewriter, u.defining_op(match.zero))
+        return _MATCHED
+
+    def fold_slice_of_created_pad(self, op: ir.OpView, rewriter) -> bool:
+        producer = u.defining_op(op.operands[0])
+        if producer is None:
+            return _NO_MATCH
+        for index, (padded, original_pad) in enumerate(self.pending_folds):
+            if padded.operation == producer.operation:
+                del self.pending_folds[index]
+                rewriter.replace_op(op, [padded.operands[0]])
+                _erase_if_unused(rewriter, padded)
+                _erase_if_unused(rewriter, original_pad)
+                return _MATCHED
+        return _NO_MATCH
+
+
+def _describe(match, forward_output) -> str:
+    g = match.geometry
+    parts = [
+        f"{g.data_format} kernel_size={list(g.kernel_size)} stride={list(g.stride)} padding={list(g.padding)}",
+        f"{match.element_type}",
+        "forward max-pool reused" if forward_output is not None else "forward max-pool inserted",
+    ]
+    if g.has_remainder:
+        parts.append(f"asymmetric padding remainder low={list(g.remainder_low)} high={list(g.remainder_high)} kept as -inf pad")
+    return ", ".join(parts)
+
+
+def _has_uses(value: ir.Value) -> bool:
+    return any(True for _ in value.uses)
+
+
+def _erase_if_unused(rewriter, op: ir.OpView | None) -> None:
+    """Erase `op` if nothing uses it, then the constants only it used."""
+    if op is None or any(_has_uses(result) for result in op.results):
+        return
+    operands = list(op.operands)
+    rewriter.erase_op(op)
+    for operand in operands:
+        producer = u.defining_op(operand)
+        if u.op_name(producer) == "stablehlo.constant":
+            _erase_if_unused(rewriter, producer)
+
+
+def _run_callable(on_report: Callable[[RewriteReport], None] | None, filename: str | None):
+    def run(op: ir.Operation, pass_) -> None:
+        state = _PassRun(filename)
+        try:
+            mlir_rewrite.walk_and_apply_patterns(op, state.patterns())
+        except Exception:  # a bug in a pattern: fail the pass rather than emit half-rewritten IR
+            pass_.signal_pass_failure()
+            raise
+        if state.pending_folds:
+            # A slice the matcher accepted was not visited; never expected.
+            pass_.signal_pass_failure()
+        if on_report is not None:
+            on_report(state.report)
+
+    return run
+
+
+def add_pass(
+    pm: passmanager.PassManager,
+    *,
+    on_report: Callable[[RewriteReport], None] | None = None,
+    filename: str | None = None,
+) -> None:
+    """Append the pass to `pm`; `on_report` receives each run's report."""
+    pm.add(
+        _run_callable(on_report, filename),
+        name=PASS_NAME,
+        argument=PASS_ARGUMENT,
+        description=PASS_DESCRIPTION,
+    )
+
+
+def rewrite(module: ir.Module, *, filename: str | None = None) -> RewriteReport:
+    """Rewrite every max-pool gradient in `module` in place; the module is verified after."""
+    total = RewriteReport()
+    with module.context:
+        pm = passmanager.PassManager("builtin.module")
+        add_pass(pm, on_report=total.merge, filename=filename)
+        pm.run(module.operation)
+    return total
+
+
+def rewrite_text(text: str, *, filename: str | None = None) -> tuple[str, RewriteReport]:
+    """Parse `text`, rewrite it, and return (printed module, report)."""
+    with make_context():
+        module = ir.Module.parse(text)
+        report = rewrite(module, filename=filename)
+        return str(module), report
