@@ -61,12 +61,12 @@ def build_max_pooling_3d_backward(
         TARGET_NAME,
         has_side_effect=False,
         api_version=ir.IntegerAttr.get(ir.IntegerType.get_signless(32), API_VERSION_TYPED_FFI),
-    )
-    call.attributes["mhlo.backend_config"] = contract_attributes(
-        kernel_size=kernel_size,
-        stride=stride,
-        padding=padding,
-        data_format=data_format,
-        output_format=output_format,
+        backend_config=contract_attributes(
+            kernel_size=kernel_size,
+            stride=stride,
+            padding=padding,
+            data_format=data_format,
+            output_format=output_format,
+        ),
     )
     return call.results[0]
