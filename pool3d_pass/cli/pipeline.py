@@ -35,7 +35,7 @@ def split_top_level(pipeline: str) -> list[str]:
 
 
 def build_pass_manager(
-    pipeline: str, *, on_report: Callable[[RewriteReport], None], filename: str | None
+    pipeline: str, *, on_report: Callable[[RewriteReport], None], filename: str | None, target: str
 ) -> passmanager.PassManager:
     """A PassManager on builtin.module running `pipeline`; raises ValueError on an unknown pass."""
     pm = passmanager.PassManager("builtin.module")
@@ -44,7 +44,7 @@ def build_pass_manager(
         raise ValueError("empty pass pipeline")
     for element in elements:
         if element == PASS_ARGUMENT:
-            add_pass(pm, on_report=on_report, filename=filename)
+            add_pass(pm, on_report=on_report, filename=filename, target=target)
         else:
             pm.add(element)  # ValueError naming the element if MLIR does not know it
     return pm

@@ -7,18 +7,24 @@
 
 Bad input never produces a traceback or a partial output file: the error is
 one line, `file:line:col: error: message` where the place is known, and the
-exit status is 1. `-o` is written atomically (temporary file, then rename).
+exit status is 1. `-o` replaces a regular file atomically (temporary file, then
+rename); a device or FIFO such as /dev/null is written into, never replaced.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+
+# XLA's C++ logging would print backend start-up lines when a binding is lowered.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 import re
+import stat
 import sys
 import tempfile
 from dataclasses import dataclass
 
+from pool3d_pass.bindings.registry import NEUTRAL, platforms
 from pool3d_pass.cli.pipeline import DEFAULT_PIPELINE, build_pass_manager
 from pool3d_pass.report import RewriteReport
 
@@ -47,6 +53,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--pass-pipeline",
         default=DEFAULT_PIPELINE,
         help=f"comma-separated passes; upstream names (canonicalize, cse, ...) and {DEFAULT_PIPELINE}",
+    )
+    parser.add_argument(
+        "--target",
+        default=NEUTRAL,
+        choices=[NEUTRAL, *platforms()],
+        help="neutral: the platform-neutral call (default); a platform: splice its binding in",
     )
     parser.add_argument("--print-debuginfo", action="store_true", help="print op locations")
     return parser.parse_args(argv)
@@ -100,7 +112,11 @@ def process_chunk(chunk: Chunk, name: str, args: argparse.Namespace, report: Rew
         except ir.MLIRError as error:
             raise UserError(_diagnostic_line(error, name)) from None
         try:
-            pm = build_pass_manager(args.pass_pipeline, on_report=report.merge, filename=name)
+            pm = build_pass_manager(
+                args.pass_pipeline, on_report=report.merge, filename=name, target=args.target
+            )
+        except ImportError as error:
+            raise UserError(f"{PROG}: error: {error}") from None
         except ValueError as error:
             raise UserError(f"{PROG}: error: bad --pass-pipeline: {str(error).splitlines()[0]}") from None
         try:
@@ -115,12 +131,31 @@ def write_output(path: str, text: str) -> None:
         sys.stdout.write(text)
         sys.stdout.flush()
         return
-    directory = os.path.dirname(os.path.abspath(path))
     try:
-        handle, temporary = tempfile.mkstemp(prefix=".pool3d-opt-", dir=directory)
+        existing = os.stat(path)  # follows symlinks
+    except OSError:
+        existing = None
+    try:
+        if existing is not None and not stat.S_ISREG(existing.st_mode):
+            # /dev/null, /dev/stdout, a FIFO: write into it. Renaming a file
+            # over it would replace the device node itself.
+            with open(path, "w", encoding="utf-8") as stream:
+                stream.write(text)
+            return
+        # Replace a symlink's target, not the link.
+        target = os.path.realpath(path) if existing is not None else path
+        handle, temporary = tempfile.mkstemp(prefix=".pool3d-opt-", dir=os.path.dirname(target))
         with os.fdopen(handle, "w", encoding="utf-8") as stream:
             stream.write(text)
-        os.replace(temporary, path)
+        # mkstemp makes 0600; keep an existing file's mode, else the umask default.
+        if existing is not None:
+            mode = stat.S_IMODE(existing.st_mode)
+        else:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
+        os.chmod(temporary, mode)
+        os.replace(temporary, target)
     except OSError as error:
         if "temporary" in locals() and os.path.exists(temporary):
             os.unlink(temporary)

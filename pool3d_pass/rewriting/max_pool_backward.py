@@ -11,6 +11,8 @@ The reshapes are row-major regroupings, so no data moves.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
@@ -52,8 +54,16 @@ def _forward_max_pool(match: PoolGradient, init: ir.Value) -> ir.Value:
     return pool.results[0]
 
 
-def build_replacement(match: PoolGradient, forward_output: ir.Value | None) -> ir.Value:
-    """Insert the kernel call for `match` before its op; return the gradient w.r.t. the unpadded input."""
+def build_replacement(
+    match: PoolGradient,
+    forward_output: ir.Value | None,
+    kernel_call: Callable[..., ir.Value] = build_max_pooling_3d_backward,
+) -> ir.Value:
+    """Insert the kernel call for `match` before its op; return the gradient w.r.t. the unpadded input.
+
+    `kernel_call` emits the call from the contract's operands and attributes:
+    the neutral custom call by default, or a platform binding (see splice.py).
+    """
     geometry = match.geometry
     x = match.forward_input
     x_shape = tuple(ir.RankedTensorType(x.type).shape)
@@ -70,7 +80,7 @@ def build_replacement(match: PoolGradient, forward_output: ir.Value | None) -> i
         if forward_output is None:
             forward_output = _forward_max_pool(match, negative_infinity)
 
-        grad_input = build_max_pooling_3d_backward(
+        grad_input = kernel_call(
             grad_output=_reshape(match.grad_output, geometry.output_shape),
             input=_reshape(kernel_input, geometry.input_shape),
             output=_reshape(forward_output, geometry.output_shape),

@@ -18,18 +18,21 @@ directly on a module (`rewrite`) or on text (`rewrite_text`).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 from jaxlib.mlir import ir, passmanager
 from jaxlib.mlir._mlir_libs._mlir import rewrite as mlir_rewrite
 from jaxlib.mlir.dialects import stablehlo
 
+from pool3d_pass.bindings.registry import NEUTRAL, Binding, CallSignature, binding_for
 from pool3d_pass.ir_context import make_context
 from pool3d_pass.matching import NoMatch, match_pool_gradient
 from pool3d_pass.matching import ir_utils as u
 from pool3d_pass.matching.forward import find_forward_output
 from pool3d_pass.report import Miss, Rewrite, RewriteReport
 from pool3d_pass.rewriting.max_pool_backward import build_replacement
+from pool3d_pass.rewriting.splice import call_binding
 
 PASS_NAME = "Pool3dMaxPoolBackward"
 PASS_ARGUMENT = "pool3d-max-pool-backward"
@@ -46,8 +49,10 @@ _MATCHED = False
 class _PassRun:
     """State of one application of the patterns to one operation."""
 
-    def __init__(self, filename: str | None):
+    def __init__(self, filename: str | None, target: str):
         self.filename = filename
+        self.target = target
+        self.binding: Binding | None = None if target == NEUTRAL else binding_for(target)
         self.report = RewriteReport()
         self.pending_folds: list[tuple[ir.OpView, ir.OpView | None]] = []
 
@@ -61,6 +66,7 @@ class _PassRun:
         self.report.candidates += 1
         try:
             match = match_pool_gradient(op)
+            kernel_call = self.kernel_call(match)
         except NoMatch as reason:
             self.report.missed.append(Miss(u.format_location(op.location, self.filename), str(reason)))
             return _NO_MATCH
@@ -70,7 +76,7 @@ class _PassRun:
             self.report.forward_inserted += 1
         else:
             self.report.forward_reused += 1
-        grad_input = build_replacement(match, forward_output)
+        grad_input = build_replacement(match, forward_output, **kernel_call)
         self.report.rewritten += 1
         self.report.rewrites.append(Rewrite(u.format_location(op.location, self.filename), _describe(match, forward_output)))
 
@@ -88,6 +94,17 @@ class _PassRun:
         _erase_if_unused(rewriter, u.defining_op(match.zero))
         return _MATCHED
 
+    def kernel_call(self, match) -> dict:
+        """Keyword arguments for build_replacement: the neutral call, or the target's binding."""
+        if self.target == NEUTRAL:
+            return {}
+        if self.binding is None:
+            raise NoMatch(f"no pool3d binding for platform '{self.target}'; nothing is rewritten there")
+        reason = self.binding.unsupported(_signature(match))
+        if reason is not None:
+            raise NoMatch(f"{self.target} binding: {reason}")
+        return {"kernel_call": functools.partial(call_binding, self.binding)}
+
     def fold_slice_of_created_pad(self, op: ir.OpView, rewriter) -> bool:
         producer = u.defining_op(op.operands[0])
         if producer is None:
@@ -100,6 +117,12 @@ class _PassRun:
                 _erase_if_unused(rewriter, original_pad)
                 return _MATCHED
         return _NO_MATCH
+
+
+def _signature(match) -> CallSignature:
+    g = match.geometry
+    dtype = str(match.element_type)
+    return CallSignature(dtype, dtype, dtype, g.kernel_size, g.stride, g.padding, g.data_format, g.data_format)
 
 
 def _describe(match, forward_output) -> str:
@@ -130,9 +153,9 @@ def _erase_if_unused(rewriter, op: ir.OpView | None) -> None:
             _erase_if_unused(rewriter, producer)
 
 
-def _run_callable(on_report: Callable[[RewriteReport], None] | None, filename: str | None):
+def _run_callable(on_report: Callable[[RewriteReport], None] | None, filename: str | None, target: str):
     def run(op: ir.Operation, pass_) -> None:
-        state = _PassRun(filename)
+        state = _PassRun(filename, target)
         try:
             mlir_rewrite.walk_and_apply_patterns(op, state.patterns())
         except Exception:  # a bug in a pattern: fail the pass rather than emit half-rewritten IR
@@ -152,29 +175,40 @@ def add_pass(
     *,
     on_report: Callable[[RewriteReport], None] | None = None,
     filename: str | None = None,
+    target: str = NEUTRAL,
 ) -> None:
-    """Append the pass to `pm`; `on_report` receives each run's report."""
+    """Append the pass to `pm`; `on_report` receives each run's report.
+
+    `target` is "neutral" (the platform-neutral call of docs/contract.md) or a
+    platform with a binding ("cpu", "neuron", ...), whose binding is spliced in.
+    A binding whose packages are missing raises ImportError here, naming them.
+    """
+    binding = binding_for(target)
+    if binding is not None:
+        binding.require()
     pm.add(
-        _run_callable(on_report, filename),
+        _run_callable(on_report, filename, target),
         name=PASS_NAME,
         argument=PASS_ARGUMENT,
         description=PASS_DESCRIPTION,
     )
 
 
-def rewrite(module: ir.Module, *, filename: str | None = None) -> RewriteReport:
+def rewrite(module: ir.Module, *, target: str = NEUTRAL, filename: str | None = None) -> RewriteReport:
     """Rewrite every max-pool gradient in `module` in place; the module is verified after."""
     total = RewriteReport()
     with module.context:
         pm = passmanager.PassManager("builtin.module")
-        add_pass(pm, on_report=total.merge, filename=filename)
+        add_pass(pm, on_report=total.merge, filename=filename, target=target)
         pm.run(module.operation)
     return total
 
 
-def rewrite_text(text: str, *, filename: str | None = None) -> tuple[str, RewriteReport]:
+def rewrite_text(
+    text: str, *, target: str = NEUTRAL, filename: str | None = None
+) -> tuple[str, RewriteReport]:
     """Parse `text`, rewrite it, and return (printed module, report)."""
     with make_context():
         module = ir.Module.parse(text)
-        report = rewrite(module, filename=filename)
+        report = rewrite(module, target=target, filename=filename)
         return str(module), report

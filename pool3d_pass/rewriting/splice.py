@@ -1,0 +1,117 @@
+"""Splice a binding in place of the neutral call: lower it with JAX, move its ops in.
+
+The binding function is lowered by `jax.jit(...).trace(...).lower(
+lowering_platforms=(platform,))` for the call's exact shapes, dtypes and
+attributes (cached: a model with a hundred identical pools lowers once) and
+parsed into the target module's context. Its `main` ops are moved in front of
+the call with the function's arguments replaced by the call's operands; the
+private functions it calls (JAX outlines e.g. `jnp.where`) move into the
+target module under fresh names. (The upstream `inline` pass would be simpler,
+but jaxlib's context lacks the func dialect's inliner extension.)
+"""
+
+from __future__ import annotations
+
+import functools
+
+from jaxlib.mlir import ir
+
+from pool3d_pass.bindings.registry import Binding
+
+_NUMPY_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}
+
+
+class BindingLoweringError(RuntimeError):
+    """The binding could not be lowered for this call; the message says why."""
+
+
+@functools.lru_cache(maxsize=256)
+def _lowered_text(binding: Binding, operand_specs: tuple, attributes: tuple) -> str:
+    import jax
+    import jax.numpy as jnp
+
+    function = functools.partial(binding.function(), **dict(attributes))
+    avals = [jax.ShapeDtypeStruct(shape, jnp.dtype(_NUMPY_DTYPES[dtype])) for shape, dtype in operand_specs]
+    try:
+        lowered = jax.jit(function).trace(*avals).lower(lowering_platforms=(binding.lowering_platform,))
+    except ImportError:
+        raise
+    except Exception as error:  # JAX's errors are many; the pass reports one line
+        raise BindingLoweringError(f"{binding.platform} binding failed to lower: {error}") from error
+    return lowered.as_text()
+
+
+def _spec(value: ir.Value) -> tuple:
+    tensor = ir.RankedTensorType(value.type)
+    return tuple(tensor.shape), str(tensor.element_type)
+
+
+def _enclosing_module(block: ir.Block) -> ir.Operation:
+    op = block.owner.operation
+    while op.name != "builtin.module":
+        op = op.parent
+    return op
+
+
+def _fresh_symbol(table: ir.SymbolTable, base: str) -> str:
+    name, suffix = f"{base}_pool3d", 0
+    while name in table:
+        suffix += 1
+        name = f"{base}_pool3d{suffix}"
+    return name
+
+
+def _move_private_functions(source: ir.Module, main: ir.OpView, target_module: ir.Operation) -> None:
+    target_body = ir.InsertionPoint(target_module.regions[0].blocks[0])
+    for op in list(source.body.operations):
+        if op.operation == main.operation:
+            continue
+        old_name = ir.SymbolTable.get_symbol_name(op).value
+        new_name = _fresh_symbol(ir.SymbolTable(target_module), old_name)
+        ir.SymbolTable.replace_all_symbol_uses(old_name, new_name, source.operation)
+        ir.SymbolTable.set_symbol_name(op, new_name)
+        target_body.insert(op.detach_from_parent())
+
+
+def _main_function(module: ir.Module) -> ir.OpView:
+    for op in module.body.operations:
+        if op.operation.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value == "main":
+            return op
+    raise BindingLoweringError("lowered binding has no main function")
+
+
+def call_binding(
+    binding: Binding,
+    *,
+    grad_output: ir.Value,
+    input: ir.Value,  # noqa: A002 - the kernel's parameter name
+    output: ir.Value,
+    kernel_size,
+    stride,
+    padding,
+    data_format: str,
+    output_format: str | None = None,
+) -> ir.Value:
+    """Emit `binding` for these operands at the current insertion point; return grad_input."""
+    operands = [grad_output, input, output]
+    attributes = (
+        ("kernel_size", tuple(kernel_size)),
+        ("stride", tuple(stride)),
+        ("padding", tuple(padding)),
+        ("data_format", data_format),
+        ("output_format", output_format or data_format),
+    )
+    text = _lowered_text(binding, tuple(_spec(v) for v in operands), attributes)
+
+    source = ir.Module.parse(text)
+    main = _main_function(source)
+    insertion_point = ir.InsertionPoint.current
+    _move_private_functions(source, main, _enclosing_module(insertion_point.block))
+    body = main.regions[0].blocks[0]
+    for argument, operand in zip(body.arguments, operands, strict=True):
+        argument.replace_all_uses_with(operand)
+    *ops, terminator = list(body.operations)
+    for op in ops:
+        insertion_point.insert(op.detach_from_parent())
+    (result,) = terminator.operands
+    return result
