@@ -12,9 +12,14 @@ from pool3d_pass.rewriting import PASS_ARGUMENT, add_pass, rewrite, rewrite_text
 
 __all__ = ["Miss", "PASS_ARGUMENT", "RewriteReport", "add_pass", "rewrite", "rewrite_text"]
 
-try:
-    from pool3d_pass.integration import disable, enable, enabled, jit  # noqa: F401
+_INTEGRATION = ("jit", "enable", "disable", "enabled")
+__all__ += list(_INTEGRATION)
 
-    __all__ += ["disable", "enable", "enabled", "jit"]
-except ImportError:  # pragma: no cover - integration still being written
-    pass
+
+def __getattr__(name: str):
+    # The JAX integration imports jax; the pass and pool3d-opt need only jaxlib.
+    if name in _INTEGRATION:
+        from pool3d_pass import integration
+
+        return getattr(integration, name)
+    raise AttributeError(f"module 'pool3d_pass' has no attribute {name!r}")

@@ -15,9 +15,6 @@ from __future__ import annotations
 
 import argparse
 import os
-
-# XLA's C++ logging would print backend start-up lines when a binding is lowered.
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 import re
 import stat
 import sys
