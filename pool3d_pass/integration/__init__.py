@@ -1,0 +1,57 @@
+"""JAX integration: `jit`, and the process-wide `enable` / `disable` / `enabled` switch.
+
+* `jit(fun, **jit_kwargs)`: a drop-in for `jax.jit` whose compiled program has
+  every max-pool gradient (`stablehlo.select_and_scatter`) rewritten into the
+  `pool3d.max_pooling_3d_backward` kernel call.
+* `enable()` / `disable()` / `with enabled():` route every later `jax.jit`
+  compile (Flax, Equinox, plain JAX) through the pass, with no change to the
+  user's code.
+
+Only modules compiled for platform "cpu" are rewritten for now. Every compile
+that meets a max-pool gradient logs at INFO on logger "pool3d_pass" what was
+rewritten and what was missed, with reasons. How it hooks into JAX, and which
+JAX internals it relies on: docs/jax_integration.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+from pool3d_pass.integration.jit import jit
+
+__all__ = ["jit", "enable", "disable", "enabled"]
+
+
+def enable() -> None:
+    """Route every later `jax.jit` compile in this process through the pass.
+
+    Clears JAX's in-memory compilation caches if the switch changes, so
+    functions compiled before are recompiled (and rewritten) on their next call.
+    """
+    from pool3d_pass.integration import routing
+
+    routing.set_enabled(True)
+
+
+def disable() -> None:
+    """Stop routing `jax.jit` compiles through the pass (`pool3d_pass.jit` still rewrites).
+
+    Clears JAX's in-memory compilation caches if the switch changes, so no
+    rewritten executable is handed to plain `jax.jit` afterwards.
+    """
+    from pool3d_pass.integration import routing
+
+    routing.set_enabled(False)
+
+
+@contextlib.contextmanager
+def enabled() -> Iterator[None]:
+    """`enable()` for the duration of the block, then restore the previous state."""
+    from pool3d_pass.integration import routing
+
+    previous = routing.set_enabled(True)
+    try:
+        yield
+    finally:
+        routing.set_enabled(previous)

@@ -1,0 +1,116 @@
+"""`pool3d_pass.jit`: `jax.jit` whose compiled program has every max-pool gradient rewritten.
+
+`jit(fun, **jit_kwargs)` is `jax.jit` applied to a thin wrapper of `fun`, so:
+
+* JAX's caches (tracing, lowering, executables) are keyed on the wrapper, a
+  different object from `fun`: plain `jax.jit(fun)` never receives a
+  rewritten executable and `pool3d_pass.jit(fun)` never a plain one;
+* every jax.jit option (pytrees, static_argnums/argnames, donate_*,
+  in/out_shardings, ...) is jax.jit's own, untouched.
+
+Compiles started by `__call__`, by `.lower(...).compile()` and by
+`.trace(...).lower().compile()` run in a `routing.scope(True)`, which the
+compile hook sees. While the user's function is being traced the scope is
+reset, so eager computations inside it follow the process-wide switch.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+from typing import Any, Callable
+
+from jax._src import source_info_util, stages, traceback_util
+
+from pool3d_pass.integration import compile_hook, routing
+
+# Keep this file's frames (the trace-time wrapper) out of the source locations
+# JAX writes into the module and of user tracebacks, as JAX does for its own
+# files: a program without pooling then compiles to exactly jax.jit's text.
+source_info_util.register_exclusion(__file__)
+traceback_util.register_exclusion(__file__)
+
+
+class RewritingLowered(stages.Lowered):
+    """A `jax.stages.Lowered` whose `compile()` goes through the pool3d pass.
+
+    `as_text()` / `compiler_ir()` still show the module before the rewrite;
+    `.compile().as_text()` shows what XLA compiled.
+    """
+
+    __slots__ = ()
+
+    def compile(self, *args: Any, **kwargs: Any) -> stages.Compiled:
+        with routing.scope(True):
+            return super().compile(*args, **kwargs)
+
+
+class RewritingTraced(stages.Traced):
+    """A `jax.stages.Traced` whose `lower()` returns a `RewritingLowered`."""
+
+    __slots__ = ()
+
+    def lower(self, *args: Any, **kwargs: Any) -> RewritingLowered:
+        with routing.scope(True):
+            return _recast(super().lower(*args, **kwargs), RewritingLowered)
+
+
+def _recast(stage: Any, cls: type) -> Any:
+    """A shallow copy of `stage` as an instance of its subclass `cls` (same slots)."""
+    recast = copy.copy(stage)
+    recast.__class__ = cls
+    return recast
+
+
+class Jitted:
+    """What `pool3d_pass.jit` returns: a `jax.jit` object whose compiles are rewritten."""
+
+    def __init__(self, fun: Callable, jit_kwargs: dict[str, Any]):
+        import jax
+
+        compile_hook.install()
+
+        @functools.wraps(fun)
+        def traced_body(*args: Any, **kwargs: Any) -> Any:
+            # Runs at trace time: eager work inside `fun` follows the switch.
+            with routing.scope(None):
+                return fun(*args, **kwargs)
+
+        self._fun = fun
+        self._jitted = jax.jit(traced_body, **jit_kwargs)
+        functools.update_wrapper(self, fun)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        with routing.scope(True):
+            return self._jitted(*args, **kwargs)
+
+    def lower(self, *args: Any, **kwargs: Any) -> RewritingLowered:
+        with routing.scope(True):
+            return _recast(self._jitted.lower(*args, **kwargs), RewritingLowered)
+
+    def trace(self, *args: Any, **kwargs: Any) -> RewritingTraced:
+        with routing.scope(True):
+            return _recast(self._jitted.trace(*args, **kwargs), RewritingTraced)
+
+    def __getattr__(self, name: str) -> Any:
+        # eval_shape, clear_cache, ...: jax.jit's own.
+        if name == "_jitted":  # not set yet (failed __init__, copy): no recursion
+            raise AttributeError(name)
+        return getattr(self._jitted, name)
+
+    def __get__(self, instance: Any, owner: type | None = None) -> Any:
+        # Decorating a method: bind like a function does.
+        return self if instance is None else functools.partial(self, instance)
+
+    def __repr__(self) -> str:
+        return f"pool3d_pass.jit({self._fun!r})"
+
+
+def jit(fun: Callable | None = None, /, **jit_kwargs: Any) -> Any:
+    """`jax.jit(fun, **jit_kwargs)` with every max-pool gradient rewritten at compile time.
+
+    Also usable as `@pool3d_pass.jit` or `@pool3d_pass.jit(static_argnums=...)`.
+    """
+    if fun is None:
+        return functools.partial(jit, **jit_kwargs)
+    return Jitted(fun, jit_kwargs)

@@ -1,0 +1,133 @@
+"""Rewrite one StableHLO module about to be compiled for one platform, or leave it alone.
+
+This is the policy around `pool3d_pass.rewrite`:
+
+* no `stablehlo.select_and_scatter` in the module: return the very same
+  object, uncopied (a program without pooling compiles exactly as before);
+* a platform with no binding (`pool3d_pass.bindings.registry`), or a program
+  compiled for more than one device (the bare custom call has no partitioning
+  rule, so XLA would all-gather its operands): same object, and an INFO line
+  saying the candidates were left alone;
+* otherwise check the platform's binding is usable, rewrite a COPY with that
+  binding spliced in (the module passed in is JAX's cached lowering, shared
+  with plain `jax.jit`), log the report, and return the copy, or the original
+  when nothing was rewritten;
+* if registration or the rewrite fails, log a warning (with the saved input
+  module for reproduction) and return the original: a failed acceleration
+  never breaks the user's compile.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import tempfile
+
+from jaxlib.mlir import ir
+
+logger = logging.getLogger("pool3d_pass")
+
+SELECT_AND_SCATTER = "stablehlo.select_and_scatter"
+
+
+def module_name(module: ir.Module) -> str:
+    """The module's `sym_name` (JAX sets it to `jit_<function name>`)."""
+    try:
+        return ir.StringAttr(module.operation.attributes["sym_name"]).value
+    except (KeyError, ValueError):
+        return "<unnamed module>"
+
+
+def count_select_and_scatter(module: ir.Module, *, stop_at_first: bool = False) -> int:
+    """How many `stablehlo.select_and_scatter` ops the module holds (at most 1 with stop_at_first)."""
+    found = 0
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        nonlocal found
+        if op.name == SELECT_AND_SCATTER:
+            found += 1
+            if stop_at_first:
+                return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    return found
+
+
+def copy_module(module: ir.Module) -> ir.Module:
+    """An independent copy, in the same context, with locations kept (bytecode round trip)."""
+    buffer = io.BytesIO()
+    module.operation.write_bytecode(buffer)
+    return ir.Module.parse(buffer.getvalue(), context=module.context)
+
+
+def require_binding(platform: str):
+    """The platform's binding, with its packages checked; raises if there is none or it can't run."""
+    from pool3d_pass.bindings.registry import binding_for
+
+    binding = binding_for(platform)
+    if binding is None:
+        raise NotImplementedError(f"no pool3d binding for platform {platform!r}")
+    binding.require()
+    return binding
+
+
+def _save_for_reproduction(module: ir.Module, name: str) -> str:
+    with tempfile.NamedTemporaryFile(
+        "w", prefix=f"pool3d_{name}_", suffix=".mlir", delete=False
+    ) as file:
+        file.write(module.operation.get_asm(enable_debug_info=True))
+        return file.name
+
+
+def rewrite_for_platform(module: ir.Module, platform: str, num_devices: int = 1) -> ir.Module:
+    """The module to compile for `platform` on `num_devices`: `module` itself, or a rewritten copy."""
+    from pool3d_pass.bindings.registry import binding_for
+
+    name = module_name(module)
+    if binding_for(platform) is None:
+        candidates = count_select_and_scatter(module)
+        if candidates:
+            logger.info(
+                "%s (%s): no pool3d binding for platform %r; left %d select_and_scatter "
+                "unchanged", name, platform, platform, candidates)
+        return module
+    if num_devices > 1:
+        candidates = count_select_and_scatter(module)
+        if candidates:
+            logger.info(
+                "%s (%s): compiled for %d devices, and the pool3d custom call has no "
+                "partitioning rule yet; left %d select_and_scatter unchanged",
+                name, platform, num_devices, candidates)
+        return module
+    if not count_select_and_scatter(module, stop_at_first=True):
+        logger.debug("%s (%s): no select_and_scatter, compiled unchanged", name, platform)
+        return module
+
+    try:
+        require_binding(platform)
+    except Exception as error:  # noqa: BLE001 -- any failure means: compile unchanged
+        logger.warning(
+            "%s (%s): pool3d kernel binding unavailable, compiled unchanged: %s: %s",
+            name, platform, type(error).__name__, error)
+        return module
+
+    import pool3d_pass
+
+    copy = copy_module(module)
+    try:
+        report = pool3d_pass.rewrite(copy, target=platform)
+        copy.operation.verify()
+    except Exception:  # noqa: BLE001 -- see the module docstring
+        saved = _save_for_reproduction(module, name)
+        logger.warning(
+            "%s (%s): pool3d_pass.rewrite failed, compiled unchanged. Input saved to %s; "
+            "reproduce with: pool3d-opt %s", name, platform, saved, saved, exc_info=True)
+        return module
+
+    logger.info(
+        "%s (%s): rewrote %d of %d select_and_scatter candidate(s) [%s]",
+        name, platform, report.rewritten, report.candidates, report)
+    for miss in report.missed:
+        logger.info("%s (%s): not rewritten at %s: %s", name, platform, miss.location, miss.reason)
+    return copy if report.rewritten else module
