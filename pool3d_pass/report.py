@@ -37,6 +37,11 @@ class RewriteReport:
     forward_inserted: int = 0
     missed: list[Miss] = field(default_factory=list)
     rewrites: list[Rewrite] = field(default_factory=list)
+    events: list[Rewrite | Miss] = field(default_factory=list)  # both, in the order met
+
+    def add(self, event: Rewrite | Miss) -> None:
+        (self.rewrites if isinstance(event, Rewrite) else self.missed).append(event)
+        self.events.append(event)
 
     def merge(self, other: RewriteReport) -> None:
         self.candidates += other.candidates
@@ -45,9 +50,11 @@ class RewriteReport:
         self.forward_inserted += other.forward_inserted
         self.missed.extend(other.missed)
         self.rewrites.extend(other.rewrites)
+        self.events.extend(other.events)
 
     def remarks(self) -> list[str]:
-        return [item.remark() for item in self.rewrites] + [item.remark() for item in self.missed]
+        """One remark per gradient, in the order the pass met them."""
+        return [event.remark() for event in self.events]
 
     def __str__(self) -> str:
         return (

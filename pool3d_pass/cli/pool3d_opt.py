@@ -141,7 +141,7 @@ def write_output(path: str, text: str) -> None:
             return
         # Replace a symlink's target, not the link.
         target = os.path.realpath(path) if existing is not None else path
-        handle, temporary = tempfile.mkstemp(prefix=".pool3d-opt-", dir=os.path.dirname(target))
+        handle, temporary = tempfile.mkstemp(prefix=".pool3d-opt-", dir=os.path.dirname(os.path.abspath(target)))
         with os.fdopen(handle, "w", encoding="utf-8") as stream:
             stream.write(text)
         # mkstemp makes 0600; keep an existing file's mode, else the umask default.

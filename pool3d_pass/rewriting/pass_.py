@@ -68,7 +68,7 @@ class _PassRun:
             match = match_pool_gradient(op)
             kernel_call = self.kernel_call(match)
         except NoMatch as reason:
-            self.report.missed.append(Miss(u.format_location(op.location, self.filename), str(reason)))
+            self.report.add(Miss(u.format_location(op.location, self.filename), str(reason)))
             return _NO_MATCH
 
         forward_output = find_forward_output(match)
@@ -78,7 +78,7 @@ class _PassRun:
             self.report.forward_reused += 1
         grad_input = build_replacement(match, forward_output, **kernel_call)
         self.report.rewritten += 1
-        self.report.rewrites.append(Rewrite(u.format_location(op.location, self.filename), _describe(match, forward_output)))
+        self.report.add(Rewrite(u.format_location(op.location, self.filename), _describe(match, forward_output)))
 
         if match.slice is not None:
             low = [lo for lo, _ in match.window.padding]
