@@ -1,0 +1,64 @@
+"""Build script: compiles the CPU kernel of pool3d.max_pooling_3d_backward.
+
+Everything else about the package lives in pyproject.toml. The one C++
+extension, ``pool3d_pass.bindings.cpu._kernel``, is an XLA typed-FFI handler
+compiled against the FFI headers that ship inside the installed ``jaxlib``
+wheel (``jaxlib/include``; the same folder ``jax.ffi.include_dir()`` returns).
+pyproject.toml lists jaxlib as a build requirement; with
+``--no-build-isolation`` the jaxlib of the current environment is used.
+"""
+
+import importlib.util
+import os
+
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+
+def _ffi_include_dir() -> str:
+    """The folder holding xla/ffi/api/ffi.h, without importing jax if possible."""
+    spec = importlib.util.find_spec("jaxlib")
+    if spec is not None and spec.origin:
+        candidate = os.path.join(os.path.dirname(spec.origin), "include")
+        if os.path.exists(os.path.join(candidate, "xla", "ffi", "api", "ffi.h")):
+            return candidate
+    try:
+        import jax.ffi  # noqa: PLC0415 (fallback only)
+
+        return jax.ffi.include_dir()
+    except Exception as exc:  # pragma: no cover - build environment problem
+        raise RuntimeError(
+            "pool3d_pass needs jaxlib installed at build time (its include/ "
+            "folder holds the XLA FFI headers); install jaxlib==0.10.2 first "
+            "or build with build isolation"
+        ) from exc
+
+
+class _BuildExt(build_ext):
+    """Chooses compiler flags by compiler family (portable: no -march=native)."""
+
+    def build_extensions(self):
+        if self.compiler.compiler_type == "msvc":
+            flags = ["/O2", "/std:c++17", "/EHsc"]
+            link = []
+        else:
+            flags = ["-O3", "-std=c++17", "-ftree-vectorize", "-fvisibility=hidden",
+                     "-fno-math-errno", "-pthread", "-Wall"]
+            link = ["-pthread"]
+        for ext in self.extensions:
+            ext.extra_compile_args = flags + list(ext.extra_compile_args or [])
+            ext.extra_link_args = link + list(ext.extra_link_args or [])
+        super().build_extensions()
+
+
+setup(
+    ext_modules=[
+        Extension(
+            "pool3d_pass.bindings.cpu._kernel",
+            sources=["pool3d_pass/bindings/cpu/max_pooling_3d_backward.cc"],
+            include_dirs=[_ffi_include_dir()],
+            language="c++",
+        )
+    ],
+    cmdclass={"build_ext": _BuildExt},
+)

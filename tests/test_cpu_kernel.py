@@ -1,0 +1,429 @@
+"""Tests of the CPU FFI kernel of pool3d.max_pooling_3d_backward.
+
+The kernel is called through JAX (under jax.jit) and compared with the
+original program, XLA's select_and_scatter reached through `jax.vjp` of
+`lax.reduce_window(x, -inf, lax.max, ...)`, and with a float64 numpy
+implementation of docs/contract.md. Invalid operands and attributes must give
+an error that names the problem, never a crash.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax import lax
+
+from pool3d_pass.bindings import cpu as cpu_binding
+from pool3d_pass.bindings.cpu import TARGET_NAME, max_pooling_3d_backward, register
+
+DTYPES = {"f32": jnp.float32, "bf16": jnp.bfloat16, "f16": jnp.float16}
+# Half an ulp, relative, of each element type.
+HALF_ULP = {"f32": 2.0**-24, "bf16": 2.0**-8, "f16": 2.0**-11}
+
+
+# ---------------------------------------------------------------------------
+# References
+# ---------------------------------------------------------------------------
+
+
+def _window(layout, k, s, p):
+    k, s = tuple(k), tuple(s)
+    if layout == "NCDHW":
+        return (1, 1) + k, (1, 1) + s, ((0, 0), (0, 0)) + tuple((q, q) for q in p)
+    return (1,) + k + (1,), (1,) + s + (1,), ((0, 0),) + tuple((q, q) for q in p) + ((0, 0),)
+
+
+@functools.lru_cache(maxsize=None)
+def _xla_fns(layout, k, s, p):
+    win, st, pad = _window(layout, k, s, p)
+
+    def fwd(v):
+        return lax.reduce_window(v, -jnp.inf, lax.max, win, st, pad)
+
+    return jax.jit(fwd), jax.jit(lambda v, c: jax.vjp(fwd, v)[1](c)[0])
+
+
+def xla_forward_and_grad(x, g_seed, layout, k, s, p):
+    """y = max pool of x, g random of y's shape, and XLA's gradient."""
+    fwd, grad = _xla_fns(layout, tuple(k), tuple(s), tuple(p))
+    y = fwd(x)
+    g = jnp.asarray(np.random.RandomState(g_seed).randn(*y.shape).astype(np.float32)).astype(x.dtype)
+    return y, g, grad(x, g)
+
+
+def _to_ncdhw(a, layout):
+    return a if layout == "NCDHW" else np.moveaxis(a, -1, 1)
+
+
+def _from_ncdhw(a, layout):
+    return a if layout == "NCDHW" else np.moveaxis(a, 1, -1)
+
+
+def contract_reference(g, x, y, k, s, p, data_format="NCDHW", output_format=None):
+    """float64 numpy implementation of docs/contract.md (first max, row-major taps)."""
+    output_format = output_format or data_format
+    x = _to_ncdhw(np.asarray(x, np.float64), data_format)
+    y = _to_ncdhw(np.asarray(y, np.float64), output_format)
+    g = _to_ncdhw(np.asarray(g, np.float64), output_format)
+    B, C, D, H, W = x.shape
+    Do, Ho, Wo = y.shape[2:]
+    # NaN padding is never equal to anything, so it is never selected; the
+    # extra high padding keeps every strided slice in bounds.
+    pads = [(q, q + kk + ss * oo) for q, kk, ss, oo in zip(p, k, s, (Do, Ho, Wo))]
+    xp = np.pad(x, [(0, 0), (0, 0)] + pads, constant_values=np.nan)
+    acc = np.zeros_like(xp)
+    taken = np.zeros(y.shape, bool)
+    for td, th, tw in itertools.product(range(k[0]), range(k[1]), range(k[2])):
+        sl = (
+            slice(None),
+            slice(None),
+            slice(td, td + s[0] * Do, s[0]),
+            slice(th, th + s[1] * Ho, s[1]),
+            slice(tw, tw + s[2] * Wo, s[2]),
+        )
+        e = (xp[sl] == y) & ~taken  # for one tap, windows map to distinct elements
+        acc[sl] += np.where(e, g, 0.0)
+        taken |= e
+    acc = acc[:, :, p[0] : p[0] + D, p[1] : p[1] + H, p[2] : p[2] + W]
+    return _from_ncdhw(acc, data_format)
+
+
+@functools.lru_cache(maxsize=None)
+def _kernel_fn(k, s, p, data_format, output_format):
+    return jax.jit(
+        lambda a, b, c: max_pooling_3d_backward(
+            a, b, c, kernel_size=k, stride=s, padding=p, data_format=data_format, output_format=output_format
+        )
+    )
+
+
+def kernel(g, x, y, k, s, p, data_format="NCDHW", output_format=None):
+    return _kernel_fn(tuple(k), tuple(s), tuple(p), data_format, output_format)(g, x, y)
+
+
+def kernel_all_thread_counts(g, x, y, k, s, p, data_format="NCDHW", output_format=None):
+    """Kernel result with the default thread count, checked equal to forced 1 and 2 threads."""
+    out = kernel(g, x, y, k, s, p, data_format, output_format)
+    saved = os.environ.get("POOL3D_CPU_THREADS")
+    try:
+        for n in ("1", "2"):
+            os.environ["POOL3D_CPU_THREADS"] = n
+            other = kernel(g, x, y, k, s, p, data_format, output_format)
+            np.testing.assert_array_equal(_bits(other), _bits(out))
+    finally:
+        if saved is None:
+            os.environ.pop("POOL3D_CPU_THREADS", None)
+        else:
+            os.environ["POOL3D_CPU_THREADS"] = saved
+    return out
+
+
+def _bits(a):
+    a = np.asarray(a)
+    return a.view(np.uint32 if a.dtype.itemsize == 4 else np.uint16)
+
+
+def make_input(kind, shape, dtype, seed=0):
+    rs = np.random.RandomState(seed)
+    if kind == "randn":
+        v = rs.randn(*shape)
+    elif kind == "ints":  # many ties
+        v = rs.randint(-2, 3, size=shape)
+    elif kind == "relu":  # ReLU zeros: ties at 0
+        v = np.maximum(rs.randn(*shape), 0.0)
+    elif kind == "const":
+        v = np.full(shape, 1.25)
+    else:
+        raise ValueError(kind)
+    return jnp.asarray(v.astype(np.float32)).astype(dtype)
+
+
+def _shape(layout, B, C, D, H, W):
+    return (B, C, D, H, W) if layout == "NCDHW" else (B, D, H, W, C)
+
+
+KINDS = ("randn", "ints", "relu", "const")
+
+# (B, C, D, H, W), kernel, stride, padding
+NON_OVERLAP = [
+    ((2, 3, 4, 6, 8), (2, 2, 2), (2, 2, 2), (0, 0, 0)),
+    ((1, 1, 5, 7, 9), (2, 2, 2), (2, 2, 2), (0, 0, 0)),  # uncovered tails
+    ((3, 5, 3, 4, 5), (3, 2, 1), (3, 2, 1), (1, 0, 0)),  # padding, kW = 1
+    ((1, 2, 6, 6, 6), (2, 3, 2), (3, 3, 4), (0, 1, 1)),  # gaps (stride > kernel)
+    ((2, 1, 4, 4, 12), (2, 2, 4), (2, 2, 4), (0, 0, 0)),
+    ((1, 3, 2, 3, 10), (2, 3, 5), (2, 3, 5), (0, 0, 0)),  # output extents of 1 in D, H
+    ((1, 9, 4, 4, 4), (4, 4, 4), (4, 4, 4), (0, 0, 0)),  # single window per plane
+]
+OVERLAP = [
+    ((2, 3, 5, 6, 7), (3, 3, 3), (2, 2, 2), (1, 1, 1)),
+    ((1, 2, 6, 5, 6), (3, 3, 3), (1, 1, 1), (1, 1, 1)),
+    ((3, 1, 4, 5, 6), (2, 3, 2), (1, 2, 1), (0, 1, 0)),
+    ((1, 5, 3, 3, 7), (3, 3, 3), (1, 1, 2), (0, 0, 1)),  # output extent 1 in D, H
+    ((2, 4, 5, 5, 5), (3, 2, 3), (2, 2, 1), (1, 0, 1)),
+]
+
+
+# ---------------------------------------------------------------------------
+# Agreement with XLA and the contract
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("layout", ["NCDHW", "NDHWC"])
+@pytest.mark.parametrize("case", NON_OVERLAP, ids=lambda c: f"{c[0]}-k{c[1]}-s{c[2]}-p{c[3]}")
+def test_f32_non_overlapping_is_bit_exact(layout, case):
+    shape, k, s, p = case
+    for kind in KINDS:
+        x = make_input(kind, _shape(layout, *shape), jnp.float32)
+        y, g, ref = xla_forward_and_grad(x, 1, layout, k, s, p)
+        out = kernel_all_thread_counts(g, x, y, k, s, p, layout)
+        assert out.shape == x.shape and out.dtype == x.dtype
+        np.testing.assert_array_equal(_bits(out), _bits(ref), err_msg=kind)
+
+
+@pytest.mark.parametrize("layout", ["NCDHW", "NDHWC"])
+@pytest.mark.parametrize("case", OVERLAP, ids=lambda c: f"{c[0]}-k{c[1]}-s{c[2]}-p{c[3]}")
+def test_f32_overlapping_matches_xla(layout, case):
+    shape, k, s, p = case
+    for kind in KINDS:
+        x = make_input(kind, _shape(layout, *shape), jnp.float32)
+        y, g, ref = xla_forward_and_grad(x, 2, layout, k, s, p)
+        out = np.asarray(kernel_all_thread_counts(g, x, y, k, s, p, layout))
+        np.testing.assert_allclose(out, np.asarray(ref), rtol=1e-6, atol=1e-6, err_msg=kind)
+        exact = contract_reference(g, x, y, k, s, p, layout)
+        np.testing.assert_allclose(out, exact, rtol=1e-6, atol=1e-6, err_msg=kind)
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "f16"])
+@pytest.mark.parametrize("layout", ["NCDHW", "NDHWC"])
+@pytest.mark.parametrize(
+    "case", NON_OVERLAP[1:3] + OVERLAP[:2], ids=lambda c: f"{c[0]}-k{c[1]}-s{c[2]}-p{c[3]}"
+)
+def test_half_types_against_float64_contract(dtype, layout, case):
+    shape, k, s, p = case
+    for kind in ("randn", "ints", "relu"):
+        x = make_input(kind, _shape(layout, *shape), DTYPES[dtype])
+        y, g, xla = xla_forward_and_grad(x, 3, layout, k, s, p)
+        out = kernel_all_thread_counts(g, x, y, k, s, p, layout)
+        assert out.dtype == x.dtype
+        exact = contract_reference(g, x, y, k, s, p, layout)
+        ours = np.asarray(out.astype(jnp.float32), np.float64)
+        theirs = np.asarray(xla.astype(jnp.float32), np.float64)
+        err, xla_err = np.abs(ours - exact), np.abs(theirs - exact)
+        # f32 accumulation, rounded once: within half an ulp of the exact sum ...
+        assert np.all(err <= HALF_ULP[dtype] * np.abs(exact) + 1e-30), kind
+        # ... and never worse than XLA's own element-type accumulation.
+        assert err.max() <= xla_err.max(), kind
+        if s[0] >= k[0] and s[1] >= k[1] and s[2] >= k[2]:  # one contribution per element
+            np.testing.assert_array_equal(_bits(out), _bits(xla), err_msg=kind)
+
+
+@pytest.mark.parametrize("data_format,output_format", [("NCDHW", "NDHWC"), ("NDHWC", "NCDHW")])
+@pytest.mark.parametrize("case", [NON_OVERLAP[2], OVERLAP[0]], ids=["no-overlap", "overlap"])
+@pytest.mark.parametrize("dtype", ["f32", "bf16"])
+def test_output_format_may_differ_from_data_format(data_format, output_format, case, dtype):
+    shape, k, s, p = case
+    x = make_input("ints", _shape(data_format, *shape), DTYPES[dtype])
+    y, g, ref = xla_forward_and_grad(x, 4, data_format, k, s, p)
+    perm = (0, 2, 3, 4, 1) if output_format == "NDHWC" else (0, 4, 1, 2, 3)
+    y_t, g_t = jnp.transpose(y, perm), jnp.transpose(g, perm)
+    out = kernel_all_thread_counts(g_t, x, y_t, k, s, p, data_format, output_format)
+    np.testing.assert_allclose(
+        np.asarray(out.astype(jnp.float32)),
+        contract_reference(g_t, x, y_t, k, s, p, data_format, output_format),
+        rtol=max(HALF_ULP[dtype] * 2, 1e-6),
+        atol=1e-30,
+    )
+    if dtype == "f32":  # XLA accumulates bf16 in bf16: compare with the exact sum only
+        np.testing.assert_allclose(np.asarray(out), np.asarray(ref), rtol=1e-6, atol=1e-6)
+
+
+def test_first_max_in_row_major_order_gets_the_gradient():
+    # One window over a 2x2x2 input of equal values: only tap (0, 0, 0) is selected.
+    x = jnp.ones((1, 1, 2, 2, 2), jnp.float32)
+    y = jnp.ones((1, 1, 1, 1, 1), jnp.float32)
+    g = jnp.full((1, 1, 1, 1, 1), 3.0, jnp.float32)
+    out = np.asarray(kernel(g, x, y, (2, 2, 2), (2, 2, 2), (0, 0, 0)))
+    expected = np.zeros((1, 1, 2, 2, 2), np.float32)
+    expected[0, 0, 0, 0, 0] = 3.0
+    np.testing.assert_array_equal(out, expected)
+    # Later tie in d beats nothing earlier: value in (1, 0, 0) and (0, 1, 1) equal max -> (0, 1, 1).
+    xv = np.zeros((1, 1, 2, 2, 2), np.float32)
+    xv[0, 0, 1, 0, 0] = xv[0, 0, 0, 1, 1] = 5.0
+    out = np.asarray(kernel(g, jnp.asarray(xv), jnp.full_like(y, 5.0), (2, 2, 2), (2, 2, 2), (0, 0, 0)))
+    assert out[0, 0, 0, 1, 1] == 3.0 and out.sum() == 3.0
+
+
+def test_padding_is_never_selected_and_nan_selects_nothing():
+    # Window entirely -inf except padding: the first real -inf gets the gradient.
+    x = jnp.full((1, 1, 1, 1, 2), -jnp.inf, jnp.float32)
+    y = jnp.full((1, 1, 1, 1, 1), -jnp.inf, jnp.float32)
+    g = jnp.full((1, 1, 1, 1, 1), 2.0, jnp.float32)
+    out = np.asarray(kernel(g, x, y, (1, 1, 4), (1, 1, 4), (0, 0, 1)))
+    np.testing.assert_array_equal(out, [[[[[2.0, 0.0]]]]])
+    # NaN maximum: nothing selected.
+    x = jnp.asarray(np.array([1.0, np.nan], np.float32).reshape(1, 1, 1, 1, 2))
+    y = jnp.full((1, 1, 1, 1, 1), jnp.nan, jnp.float32)
+    out = np.asarray(kernel(g, x, y, (1, 1, 2), (1, 1, 2), (0, 0, 0)))
+    np.testing.assert_array_equal(out, np.zeros((1, 1, 1, 1, 2), np.float32))
+
+
+@pytest.mark.parametrize("layout", ["NCDHW", "NDHWC"])
+def test_windows_entirely_in_padding_and_zero_sized_batch(layout):
+    # D = 1 with padding 2 and k = 1: windows 0, 1, 3, 4 see only padding.
+    x = make_input("randn", _shape(layout, 1, 2, 1, 2, 2), jnp.float32)
+    y, g, ref = xla_forward_and_grad(x, 5, layout, (1, 1, 1), (1, 1, 1), (2, 0, 0))
+    out = kernel(g, x, y, (1, 1, 1), (1, 1, 1), (2, 0, 0), layout)
+    np.testing.assert_array_equal(_bits(out), _bits(ref))
+    xe = jnp.zeros(_shape(layout, 0, 2, 4, 4, 4), jnp.float32)
+    ye = jnp.zeros(_shape(layout, 0, 2, 2, 2, 2), jnp.float32)
+    assert kernel(ye, xe, ye, (2, 2, 2), (2, 2, 2), (0, 0, 0), layout).shape == xe.shape
+
+
+def test_negative_zero_gradient_gives_positive_zero_like_xla():
+    x = make_input("randn", (1, 1, 2, 2, 2), jnp.float32)
+    y = jnp.max(x).reshape(1, 1, 1, 1, 1)
+    g = jnp.full((1, 1, 1, 1, 1), -0.0, jnp.float32)
+    out = kernel(g, x, y, (2, 2, 2), (2, 2, 2), (0, 0, 0))
+    assert not np.any(np.signbit(np.asarray(out)))
+
+
+def test_larger_problem_uses_threads_and_matches():
+    # Above the single-thread threshold (64K elements) with default threading.
+    x = make_input("ints", (1, 8, 8, 32, 32), jnp.float32)
+    for k, s, p in [((2, 2, 2), (2, 2, 2), (0, 0, 0)), ((3, 3, 3), (2, 2, 2), (1, 1, 1))]:
+        y, g, ref = xla_forward_and_grad(x, 6, "NCDHW", k, s, p)
+        out = kernel(g, x, y, k, s, p)
+        np.testing.assert_allclose(np.asarray(out), np.asarray(ref), rtol=1e-6, atol=1e-6)
+
+
+def test_register_is_idempotent_and_thread_safe():
+    import threading
+
+    errors = []
+
+    def go():
+        try:
+            register()
+        except Exception as exc:  # pragma: no cover - failure path
+            errors.append(exc)
+
+    ts = [threading.Thread(target=go) for _ in range(8)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    register()
+    assert not errors and cpu_binding.is_registered()
+    assert TARGET_NAME == "pool3d.max_pooling_3d_backward"
+
+
+# ---------------------------------------------------------------------------
+# Invalid inputs: a clear error, never a crash
+# ---------------------------------------------------------------------------
+
+X = jnp.zeros((1, 2, 4, 4, 4), jnp.float32)
+Y = jnp.zeros((1, 2, 2, 2, 2), jnp.float32)
+K2 = dict(kernel_size=(2, 2, 2), stride=(2, 2, 2), padding=(0, 0, 0))
+
+
+def _call(g, x, y, **kw):
+    attrs = dict(K2)
+    attrs.update(kw)
+    return jax.block_until_ready(jax.jit(lambda a, b, c: max_pooling_3d_backward(a, b, c, **attrs))(g, x, y))
+
+
+@pytest.mark.parametrize(
+    "args,kw,message",
+    [
+        ((Y, X[0], Y), {}, r"input must have rank 5, got rank 4"),
+        ((Y[..., 0], X, Y[..., 0]), {}, r"grad_output must have rank 5, got rank 4"),
+        ((Y.astype(jnp.float16), X, Y), {}, r"grad_output element type f16 differs from the input element type f32"),
+        ((Y, X, Y.astype(jnp.bfloat16)), {}, r"output element type bf16 differs"),
+        ((Y.astype(jnp.int32), X.astype(jnp.int32), Y.astype(jnp.int32)), {}, r"must be f32, bf16 or f16, got s32"),
+        ((Y, X, Y), {"kernel_size": (3, 2, 2)}, r"grad_output shape \[1, 2, 2, 2, 2\].*expected \[1, 2, 1, 2, 2\]"),
+        ((Y, X, Y), {"padding": (1, 0, 0)}, r"disagrees with the input shape"),
+        ((Y, X, Y[:, :1]), {}, r"output shape \[1, 1, 2, 2, 2\] differs from the grad_output shape"),
+        ((Y, X, Y), {"data_format": "NHWC"}, r'data_format must be "NCDHW" or "NDHWC", got "NHWC"'),
+        ((Y, X, Y), {"output_format": "ncdhw"}, r'output_format must be "NCDHW" or "NDHWC", got "ncdhw"'),
+        ((Y, X, Y), {"kernel_size": (2, 0, 2)}, r"kernel_size elements must be in \[1, 2\^30\], got \[2, 0, 2\]"),
+        ((Y, X, Y), {"stride": (2, 2, 0)}, r"stride elements must be in \[1"),
+        ((Y, X, Y), {"padding": (0, -1, 0)}, r"padding elements must be in \[0"),
+        ((Y, X, Y), {"kernel_size": (17, 17, 17)}, r"4913 elements, more than the maximum of 4096"),
+        ((Y, X, Y), {"kernel_size": (2, 2)}, r"kernel_size must have 3 elements \(D, H, W\), got 2"),
+        ((Y, X, Y), {"stride": (2, 2, 2, 2)}, r"stride must have 3 elements"),
+        ((Y, X, Y), {"padding": ()}, r"padding must have 3 elements"),
+        ((Y, X, Y), {"kernel_size": (5, 2, 2)}, r"kernel_size\[0\] = 5 is larger than the padded D extent 4"),
+        ((Y, X, Y), {"data_format": "NDHWC"}, r"disagrees with the input shape \[1, 2, 4, 4, 4\] \(NDHWC\)"),
+    ],
+)
+def test_invalid_inputs_raise_a_clear_error(args, kw, message):
+    with pytest.raises(Exception, match=message):
+        _call(*args, **kw)
+
+
+def test_missing_or_mistyped_attribute_is_an_error():
+    register()
+    call = jax.ffi.ffi_call(TARGET_NAME, jax.ShapeDtypeStruct(X.shape, X.dtype))
+    with pytest.raises(Exception, match="Wrong number of attributes: expected 5 but got 4"):
+        jax.block_until_ready(
+            jax.jit(
+                lambda a, b, c: call(
+                    a,
+                    b,
+                    c,
+                    kernel_size=np.array([2, 2, 2], np.int64),
+                    stride=np.array([2, 2, 2], np.int64),
+                    padding=np.array([0, 0, 0], np.int64),
+                    data_format="NCDHW",
+                )
+            )(Y, X, Y)
+        )
+    with pytest.raises(Exception, match="(?i)wrong array data type|attribute"):
+        jax.block_until_ready(
+            jax.jit(
+                lambda a, b, c: call(
+                    a,
+                    b,
+                    c,
+                    kernel_size=np.array([2, 2, 2], np.int32),
+                    stride=np.array([2, 2, 2], np.int64),
+                    padding=np.array([0, 0, 0], np.int64),
+                    data_format="NCDHW",
+                    output_format="NCDHW",
+                )
+            )(Y, X, Y)
+        )
+
+
+def test_result_type_mismatch_is_an_error():
+    register()
+    call = jax.ffi.ffi_call(TARGET_NAME, jax.ShapeDtypeStruct((1, 2, 4, 4, 5), jnp.float32))
+    attrs = {n: np.array(v, np.int64) for n, v in K2.items()}
+    with pytest.raises(Exception, match=r"result shape \[1, 2, 4, 4, 5\] differs from the input shape"):
+        jax.block_until_ready(
+            jax.jit(lambda a, b, c: call(a, b, c, data_format="NCDHW", output_format="NCDHW", **attrs))(Y, X, Y)
+        )
+
+
+@pytest.mark.parametrize("layout", ["NCDHW", "NDHWC"])
+@pytest.mark.parametrize("case", [NON_OVERLAP[0], OVERLAP[0], OVERLAP[1]], ids=["k2s2", "k3s2p1", "k3s1p1"])
+def test_nan_inputs_and_inexact_output_follow_the_contract(layout, case):
+    # NaN in some windows (their maximum is NaN: nothing selected), and an
+    # `output` that is not the exact maximum: the first tap equal to it wins.
+    shape, k, s, p = case
+    xv = np.asarray(make_input("ints", _shape(layout, *shape), jnp.float32)).copy()
+    xv.reshape(-1)[::7] = np.nan
+    x = jnp.asarray(xv)
+    y, g, _ = xla_forward_and_grad(x, 7, layout, k, s, p)
+    yv = np.asarray(y).copy()
+    yv.reshape(-1)[1::3] = 0.0  # 0 is in most windows but is rarely their maximum
+    for y_case in (y, jnp.asarray(yv)):
+        out = kernel_all_thread_counts(g, x, y_case, k, s, p, layout)
+        exact = contract_reference(g, x, y_case, k, s, p, layout)
+        np.testing.assert_allclose(np.asarray(out), exact, rtol=1e-6, atol=1e-6)
