@@ -18,6 +18,7 @@
 // CHECK-NOT: stablehlo.reshape
 // CHECK: %[[DX:.*]] = stablehlo.custom_call @pool3d.max_pooling_3d_backward(%[[G]], %[[X]], %[[Y]])
 // CHECK-SAME: api_version = 4 : i32, backend_config = {data_format = "NCDHW", kernel_size = dense<3> : tensor<3xi64>, output_format = "NCDHW", padding = dense<1> : tensor<3xi64>, stride = dense<2> : tensor<3xi64>
+// CHECK-SAME: sdy.sharding_rule = #sdy.op_sharding_rule<([i, j, k, l, m], [i, j, n, o, p], [i, j, k, l, m])->([i, j, n, o, p]) {i=2, j=3, k=4, l=4, m=4, n=8, o=8, p=8} need_replication={k, l, m, n, o, p}, custom>
 // CHECK-SAME: (tensor<2x3x4x4x4xf32>, tensor<2x3x8x8x8xf32>, tensor<2x3x4x4x4xf32>) -> tensor<2x3x8x8x8xf32>
 // CHECK-NOT: stablehlo.select_and_scatter
 // CHECK-NOT: stablehlo.slice
@@ -53,6 +54,7 @@ func.func @ncdhw_k3_s2_p1_f32(%x: tensor<2x3x8x8x8xf32>, %g: tensor<2x3x4x4x4xf3
 // CHECK-NOT: stablehlo.reshape
 // CHECK: %[[DX:.*]] = stablehlo.custom_call @pool3d.max_pooling_3d_backward(%[[G]], %[[X]], %[[Y]])
 // CHECK-SAME: api_version = 4 : i32, backend_config = {data_format = "NDHWC", kernel_size = dense<2> : tensor<3xi64>, output_format = "NDHWC", padding = dense<0> : tensor<3xi64>, stride = dense<2> : tensor<3xi64>
+// CHECK-SAME: sdy.sharding_rule = #sdy.op_sharding_rule<([i, k, l, m, j], [i, n, o, p, j], [i, k, l, m, j])->([i, n, o, p, j]) {i=2, j=3, k=2, l=2, m=2, n=4, o=4, p=4} need_replication={k, l, m, n, o, p}, custom>
 // CHECK-SAME: (tensor<2x2x2x2x3xf32>, tensor<2x4x4x4x3xf32>, tensor<2x2x2x2x3xf32>) -> tensor<2x4x4x4x3xf32>
 // CHECK-NOT: stablehlo.select_and_scatter
 // CHECK-NOT: stablehlo.slice

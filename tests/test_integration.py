@@ -312,13 +312,6 @@ def test_other_platforms_are_left_untouched_and_logged(caplog):
     assert any("no pool3d binding for platform 'cuda'" in r.getMessage() for r in caplog.records)
 
 
-def test_multi_device_programs_are_left_untouched_and_logged(caplog):
-    module = jax.jit(make_grad()).lower(rand()).compiler_ir("stablehlo")
-    with caplog.at_level(logging.INFO, logger="pool3d_pass"):
-        assert module_rewrite.rewrite_for_platform(module, "cpu", num_devices=4) is module
-    assert any("compiled for 4 devices" in r.getMessage() for r in caplog.records)
-
-
 @needs_kernel
 def test_jit_on_a_method():
     class Model:

@@ -43,9 +43,13 @@ class Binding:
     lowering_platform: str  # the JAX platform the function is lowered for
     unsupported: Callable[[CallSignature], str | None]  # None: supported; else the reason
     require: Callable[[], None] = lambda: None  # raises ImportError naming what is missing
+    # For programs compiled for several devices: a version XLA's SPMD partitioner
+    # can split (see bindings/cpu_partitioned.py); None if the binding has none.
+    partitioned_function_path: str | None = None
 
-    def function(self) -> Callable:
-        module_name, name = self.function_path.split(":")
+    def function(self, *, partitioned: bool = False) -> Callable:
+        path = self.partitioned_function_path if partitioned else self.function_path
+        module_name, name = path.split(":")
         return getattr(importlib.import_module(module_name), name)
 
 
@@ -76,7 +80,15 @@ def platforms() -> list[str]:
     return sorted(_BINDINGS)
 
 
-register_binding(Binding("cpu", "pool3d_pass.bindings.cpu:max_pooling_3d_backward", "cpu", contract_preconditions))
+register_binding(
+    Binding(
+        "cpu",
+        "pool3d_pass.bindings.cpu:max_pooling_3d_backward",
+        "cpu",
+        contract_preconditions,
+        partitioned_function_path="pool3d_pass.bindings.cpu_partitioned:max_pooling_3d_backward",
+    )
+)
 register_binding(
     Binding(
         "neuron",

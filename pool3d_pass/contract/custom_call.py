@@ -39,6 +39,30 @@ def contract_attributes(
     )
 
 
+def sharding_rule(grad_output_shape, input_shape, data_format: str) -> ir.Attribute:
+    """The Shardy rule of the call: batch and channel factors shared by all operands and
+    the result; pooled factors need replication (windows cross shard borders)."""
+    channel = 4 if data_format == "NDHWC" else 1
+    pooled_out, pooled_in = ("k", "l", "m"), ("n", "o", "p")
+
+    def mapping(pooled):
+        factors = list(pooled)
+        factors.insert(0, "i")
+        factors.insert(channel, "j")
+        return "[" + ", ".join(factors) + "]"
+
+    sizes = {"i": input_shape[0], "j": input_shape[channel]}
+    spatial = [d for d in range(5) if d not in (0, channel)]
+    sizes.update({f: grad_output_shape[d] for f, d in zip(pooled_out, spatial)})
+    sizes.update({f: input_shape[d] for f, d in zip(pooled_in, spatial)})
+    out, inp = mapping(pooled_out), mapping(pooled_in)
+    return ir.Attribute.parse(
+        f"#sdy.op_sharding_rule<({out}, {inp}, {out})->({inp}) "
+        "{" + ", ".join(f"{f}={n}" for f, n in sorted(sizes.items())) + "} "
+        "need_replication={k, l, m, n, o, p}, custom>"
+    )
+
+
 def build_max_pooling_3d_backward(
     *,
     grad_output: ir.Value,
@@ -69,4 +93,8 @@ def build_max_pooling_3d_backward(
             output_format=output_format,
         ),
     )
+    if output_format == data_format:
+        call.attributes["sdy.sharding_rule"] = sharding_rule(
+            ir.RankedTensorType(grad_output.type).shape, ir.RankedTensorType(input.type).shape, data_format
+        )
     return call.results[0]

@@ -22,7 +22,6 @@ import importlib
 import inspect
 import threading
 
-import numpy as np
 
 # (module, attribute, the leading parameter names we rely on, or None)
 JAX_INTERNALS: tuple[tuple[str, str, tuple[str, ...] | None], ...] = (
@@ -103,7 +102,7 @@ def install() -> None:
         def compile_or_get_cached(backend, computation, devices, *args, **kwargs):
             if routing.active():
                 computation = module_rewrite.rewrite_for_platform(
-                    computation, backend.platform, num_devices=np.size(devices))
+                    computation, backend.platform, devices=devices)
             return original(backend, computation, devices, *args, **kwargs)
 
         setattr(compile_or_get_cached, HOOK_MARKER, True)

@@ -4,10 +4,11 @@ This is the policy around `pool3d_pass.rewrite`:
 
 * no `stablehlo.select_and_scatter` in the module: return the very same
   object, uncopied (a program without pooling compiles exactly as before);
-* a platform with no binding (`pool3d_pass.bindings.registry`), or a program
-  compiled for more than one device (the bare custom call has no partitioning
-  rule, so XLA would all-gather its operands): same object, and an INFO line
-  saying the candidates were left alone;
+* a platform with no binding (`pool3d_pass.bindings.registry`): same object,
+  and an INFO line saying the candidates were left alone;
+* a program compiled for several devices gets the binding's partitionable
+  version, laid over the program's own mesh (`device_mesh.py`); a bare custom
+  call would make XLA all-gather its operands;
 * otherwise check the platform's binding is usable, rewrite a COPY with that
   binding spliced in (the module passed in is JAX's cached lowering, shared
   with plain `jax.jit`), log the report, and return the copy, or the original
@@ -23,7 +24,10 @@ import io
 import logging
 import tempfile
 
+import numpy as np
 from jaxlib.mlir import ir
+
+from pool3d_pass.integration.device_mesh import program_mesh
 
 logger = logging.getLogger("pool3d_pass")
 
@@ -80,8 +84,12 @@ def _save_for_reproduction(module: ir.Module, name: str) -> str:
         return file.name
 
 
-def rewrite_for_platform(module: ir.Module, platform: str, num_devices: int = 1) -> ir.Module:
-    """The module to compile for `platform` on `num_devices`: `module` itself, or a rewritten copy."""
+def rewrite_for_platform(module: ir.Module, platform: str, devices=None) -> ir.Module:
+    """The module to compile for `platform` on `devices`: `module` itself, or a rewritten copy.
+
+    `devices` is the compile's device assignment (any array-like of devices); a
+    program for several devices gets the binding's partitionable version.
+    """
     from pool3d_pass.bindings.registry import binding_for
 
     name = module_name(module)
@@ -91,14 +99,6 @@ def rewrite_for_platform(module: ir.Module, platform: str, num_devices: int = 1)
             logger.info(
                 "%s (%s): no pool3d binding for platform %r; left %d select_and_scatter "
                 "unchanged", name, platform, platform, candidates)
-        return module
-    if num_devices > 1:
-        candidates = count_select_and_scatter(module)
-        if candidates:
-            logger.info(
-                "%s (%s): compiled for %d devices, and the pool3d custom call has no "
-                "partitioning rule yet; left %d select_and_scatter unchanged",
-                name, platform, num_devices, candidates)
         return module
     if not count_select_and_scatter(module, stop_at_first=True):
         logger.debug("%s (%s): no select_and_scatter, compiled unchanged", name, platform)
@@ -114,9 +114,18 @@ def rewrite_for_platform(module: ir.Module, platform: str, num_devices: int = 1)
 
     import pool3d_pass
 
+    mesh = None
+    if devices is not None and np.size(devices) > 1:
+        mesh = program_mesh(module, devices)
+        if mesh is None:
+            logger.info(
+                "%s (%s): compiled for %d devices on a mesh pool3d cannot read; left the "
+                "select_and_scatter unchanged", name, platform, np.size(devices))
+            return module
+
     copy = copy_module(module)
     try:
-        report = pool3d_pass.rewrite(copy, target=platform)
+        report = pool3d_pass.rewrite(copy, target=platform, mesh=mesh)
         copy.operation.verify()
     except Exception:  # noqa: BLE001 -- see the module docstring
         saved = _save_for_reproduction(module, name)

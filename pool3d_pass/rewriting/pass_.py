@@ -49,9 +49,10 @@ _MATCHED = False
 class _PassRun:
     """State of one application of the patterns to one operation."""
 
-    def __init__(self, filename: str | None, target: str):
+    def __init__(self, filename: str | None, target: str, mesh=None):
         self.filename = filename
         self.target = target
+        self.mesh = mesh
         self.binding: Binding | None = None if target == NEUTRAL else binding_for(target)
         self.report = RewriteReport()
         self.pending_folds: list[tuple[ir.OpView, ir.OpView | None]] = []
@@ -103,7 +104,9 @@ class _PassRun:
         reason = self.binding.unsupported(_signature(match))
         if reason is not None:
             raise NoMatch(f"{self.target} binding: {reason}")
-        return {"kernel_call": functools.partial(call_binding, self.binding)}
+        if self.mesh is not None and self.binding.partitioned_function_path is None:
+            raise NoMatch(f"{self.target} binding cannot be partitioned over {self.mesh.size} devices")
+        return {"kernel_call": functools.partial(call_binding, self.binding, mesh=self.mesh)}
 
     def fold_slice_of_created_pad(self, op: ir.OpView, rewriter) -> bool:
         producer = u.defining_op(op.operands[0])
@@ -153,9 +156,11 @@ def _erase_if_unused(rewriter, op: ir.OpView | None) -> None:
             _erase_if_unused(rewriter, producer)
 
 
-def _run_callable(on_report: Callable[[RewriteReport], None] | None, filename: str | None, target: str):
+def _run_callable(
+    on_report: Callable[[RewriteReport], None] | None, filename: str | None, target: str, mesh
+):
     def run(op: ir.Operation, pass_) -> None:
-        state = _PassRun(filename, target)
+        state = _PassRun(filename, target, mesh)
         try:
             mlir_rewrite.walk_and_apply_patterns(op, state.patterns())
         except Exception:  # a bug in a pattern: fail the pass rather than emit half-rewritten IR
@@ -176,30 +181,35 @@ def add_pass(
     on_report: Callable[[RewriteReport], None] | None = None,
     filename: str | None = None,
     target: str = NEUTRAL,
+    mesh=None,
 ) -> None:
     """Append the pass to `pm`; `on_report` receives each run's report.
 
     `target` is "neutral" (the platform-neutral call of docs/contract.md) or a
     platform with a binding ("cpu", "neuron", ...), whose binding is spliced in.
     A binding whose packages are missing raises ImportError here, naming them.
+    `mesh` (a `jax.sharding.Mesh` of the program's devices) asks for the
+    binding's partitionable version, for programs compiled for several devices.
     """
     binding = binding_for(target)
     if binding is not None:
         binding.require()
     pm.add(
-        _run_callable(on_report, filename, target),
+        _run_callable(on_report, filename, target, mesh),
         name=PASS_NAME,
         argument=PASS_ARGUMENT,
         description=PASS_DESCRIPTION,
     )
 
 
-def rewrite(module: ir.Module, *, target: str = NEUTRAL, filename: str | None = None) -> RewriteReport:
+def rewrite(
+    module: ir.Module, *, target: str = NEUTRAL, filename: str | None = None, mesh=None
+) -> RewriteReport:
     """Rewrite every max-pool gradient in `module` in place; the module is verified after."""
     total = RewriteReport()
     with module.context:
         pm = passmanager.PassManager("builtin.module")
-        add_pass(pm, on_report=total.merge, filename=filename, target=target)
+        add_pass(pm, on_report=total.merge, filename=filename, target=target, mesh=mesh)
         pm.run(module.operation)
     return total
 

@@ -25,20 +25,30 @@ class BindingLoweringError(RuntimeError):
     """The binding could not be lowered for this call; the message says why."""
 
 
-@functools.lru_cache(maxsize=256)
-def _lowered_text(binding: Binding, operand_specs: tuple, attributes: tuple) -> str:
+@functools.cache  # unbounded: a partitioned lowering's callbacks live as long as its entry
+def _lowered(binding: Binding, operand_specs: tuple, attributes: tuple, mesh=None):
     import jax
     import jax.numpy as jnp
 
-    function = functools.partial(binding.function(), **dict(attributes))
+    function = functools.partial(binding.function(partitioned=mesh is not None), **dict(attributes))
     avals = [jax.ShapeDtypeStruct(shape, jnp.dtype(_NUMPY_DTYPES[dtype])) for shape, dtype in operand_specs]
+    jit_options = {}
+    if mesh is not None:
+        # Lowered for the program's devices, so custom_partitioning emits its
+        # partitionable call instead of inlining the single-device kernel.
+        replicated = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
+        jit_options = {"in_shardings": replicated, "out_shardings": replicated}
     try:
-        lowered = jax.jit(function).trace(*avals).lower(lowering_platforms=(binding.lowering_platform,))
+        lowered = jax.jit(function, **jit_options).trace(*avals).lower(
+            lowering_platforms=(binding.lowering_platform,)
+        )
     except ImportError:
         raise
     except Exception as error:  # JAX's errors are many; the pass reports one line
         raise BindingLoweringError(f"{binding.platform} binding failed to lower: {error}") from error
-    return lowered.as_text()
+    # Keep `lowered`: it holds custom_partitioning's callbacks, which XLA's
+    # partitioner looks up (weakly referenced by JAX) when the program compiles.
+    return lowered.as_text(), lowered
 
 
 def _spec(value: ir.Value) -> tuple:
@@ -64,8 +74,8 @@ def _fresh_symbol(table: ir.SymbolTable, base: str) -> str:
 def _move_private_functions(source: ir.Module, main: ir.OpView, target_module: ir.Operation) -> None:
     target_body = ir.InsertionPoint(target_module.regions[0].blocks[0])
     for op in list(source.body.operations):
-        if op.operation == main.operation:
-            continue
+        if op.operation == main.operation or op.operation.name != "func.func":
+            continue  # e.g. the sdy.mesh of a partitioned lowering: the call does not use it
         old_name = ir.SymbolTable.get_symbol_name(op).value
         new_name = _fresh_symbol(ir.SymbolTable(target_module), old_name)
         ir.SymbolTable.replace_all_symbol_uses(old_name, new_name, source.operation)
@@ -91,8 +101,13 @@ def call_binding(
     padding,
     data_format: str,
     output_format: str | None = None,
+    mesh=None,
 ) -> ir.Value:
-    """Emit `binding` for these operands at the current insertion point; return grad_input."""
+    """Emit `binding` for these operands at the current insertion point; return grad_input.
+
+    With a `jax.sharding.Mesh` of the program's devices, the binding's
+    partitionable version is lowered for that mesh.
+    """
     operands = [grad_output, input, output]
     attributes = (
         ("kernel_size", tuple(kernel_size)),
@@ -101,7 +116,7 @@ def call_binding(
         ("data_format", data_format),
         ("output_format", output_format or data_format),
     )
-    text = _lowered_text(binding, tuple(_spec(v) for v in operands), attributes)
+    text, _ = _lowered(binding, tuple(_spec(v) for v in operands), attributes, mesh)
 
     source = ir.Module.parse(text)
     main = _main_function(source)
