@@ -16,11 +16,12 @@ from pool3d_pass.matching.select_and_scatter import PoolGradient
 
 
 def _computes_forward(candidate: ir.OpView, match: PoolGradient) -> bool:
+    # Cheapest and most selective checks first: the pass runs this per use of x.
     if u.op_name(candidate) != "stablehlo.reduce_window":
         return False
     if len(candidate.operands) != 2 or len(candidate.results) != 1:
         return False
-    if candidate.operands[0] != match.forward_input or not u.is_negative_infinity(candidate.operands[1]):
+    if candidate.results[0].type != match.grad_output.type or candidate.operands[0] != match.forward_input:
         return False
     rank = len(match.window.dimensions)
     ones = (1,) * rank
@@ -32,7 +33,7 @@ def _computes_forward(candidate: ir.OpView, match: PoolGradient) -> bool:
         or u.i64_array(candidate, "window_dilations", ones) != ones
     ):
         return False
-    if candidate.results[0].type != match.grad_output.type:
+    if not u.is_negative_infinity(candidate.operands[1]):
         return False
     return u.is_binary_body(candidate.regions[0], ("stablehlo.maximum",), commutative=True)
 
@@ -42,8 +43,8 @@ def find_forward_output(match: PoolGradient) -> ir.Value | None:
     block = match.op.operation.block
     for use in match.forward_input.uses:
         candidate = use.owner
-        if candidate.operation.block != block or not candidate.operation.is_before_in_block(match.op.operation):
+        if not _computes_forward(candidate, match):
             continue
-        if _computes_forward(candidate, match):
+        if candidate.operation.block == block and candidate.operation.is_before_in_block(match.op.operation):
             return candidate.results[0]
     return None

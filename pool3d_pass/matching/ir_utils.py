@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+
+import numpy as np
 from collections.abc import Sequence
 
 from jaxlib.mlir import ir
@@ -35,17 +37,20 @@ def op_name(op: ir.OpView | ir.Operation | None) -> str | None:
 
 
 def i64_array(op: ir.OpView, name: str, default: Sequence[int]) -> tuple[int, ...]:
-    if name not in op.attributes:
+    attributes = op.attributes
+    if name not in attributes:
         return tuple(default)
-    return tuple(ir.DenseI64ArrayAttr(op.attributes[name]))
+    return tuple(attributes[name])
 
 
 def padding_pairs(op: ir.OpView, rank: int) -> tuple[tuple[int, int], ...]:
     """The `padding` attribute of a windowed op as (low, high) pairs; zeros if absent."""
-    if "padding" not in op.attributes:
+    attributes = op.attributes
+    if "padding" not in attributes:
         return ((0, 0),) * rank
-    flat = [int(v) for v in ir.DenseIntElementsAttr(op.attributes["padding"])]
-    return tuple((flat[2 * d], flat[2 * d + 1]) for d in range(rank))
+    # Through the buffer protocol: element-wise iteration costs ~10x more.
+    flat = np.asarray(attributes["padding"]).reshape(-1).tolist()  # splats come out full size
+    return tuple(zip(flat[0::2], flat[1::2]))
 
 
 def splat_float(value: ir.Value) -> float | None:
