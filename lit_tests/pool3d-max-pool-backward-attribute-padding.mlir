@@ -164,3 +164,29 @@ func.func @asymmetric_low_not_rewritten_f32(%x: tensor<1x2x6x6x6xf32>, %g: tenso
   }) : (tensor<1x2x6x6x6xf32>, tensor<1x2x6x6x6xf32>, tensor<f32>) -> tensor<1x2x6x6x6xf32>
   return %s : tensor<1x2x6x6x6xf32>
 }
+
+// -----
+
+// A parallel dimension between pooled ones is pooled as a unit window:
+// window (1, 1, 2, 1, 2) becomes kernel_size [2, 1, 2].
+
+// CHECK-LABEL: func.func @parallel_dim_between_pooled_dims
+// CHECK-SAME: (%[[X:.*]]: tensor<1x2x4x3x4xf32>, %[[G:.*]]: tensor<1x2x2x3x2xf32>)
+// CHECK: %[[Y:.*]] = "stablehlo.reduce_window"(%[[X]], %{{.*}})
+// CHECK: %[[DX:.*]] = stablehlo.custom_call @pool3d.max_pooling_3d_backward(%[[G]], %[[X]], %[[Y]])
+// CHECK-SAME: backend_config = {data_format = "NCDHW", kernel_size = dense<[2, 1, 2]> : tensor<3xi64>, output_format = "NCDHW", padding = dense<0> : tensor<3xi64>, stride = dense<[2, 1, 2]> : tensor<3xi64>}
+// CHECK-NOT: stablehlo.select_and_scatter
+// CHECK: return %[[DX]]
+func.func @parallel_dim_between_pooled_dims(%x: tensor<1x2x4x3x4xf32>, %g: tensor<1x2x2x3x2xf32>) -> tensor<1x2x4x3x4xf32> {
+  %zero = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+  %s = "stablehlo.select_and_scatter"(%x, %g, %zero) <{window_dimensions = array<i64: 1, 1, 2, 1, 2>, window_strides = array<i64: 1, 1, 2, 1, 2>}> ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %c = stablehlo.compare GE, %a, %b, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    stablehlo.return %c : tensor<i1>
+  }, {
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %c = stablehlo.add %a, %b : tensor<f32>
+    stablehlo.return %c : tensor<f32>
+  }) : (tensor<1x2x4x3x4xf32>, tensor<1x2x2x3x2xf32>, tensor<f32>) -> tensor<1x2x4x3x4xf32>
+  return %s : tensor<1x2x4x3x4xf32>
+}

@@ -347,7 +347,7 @@ func.func @four_pooled_dims(%x: tensor<2x4x4x4x4xf32>, %g: tensor<2x2x2x2x2xf32>
 // CHECK: "stablehlo.select_and_scatter"
 // CHECK: window_dimensions = array<i64: 1, 2, 1, 2, 2>
 // CHECK-NOT: stablehlo.custom_call
-// REMARK: pool3d-max-pool-backward-negative.mlir:[[# @LINE + 5]]:8: remark: max-pool gradient not rewritten: pooled dimensions [1, 3, 4] are not contiguous
+// REMARK: pool3d-max-pool-backward-negative.mlir:[[# @LINE + 5]]:8: remark: max-pool gradient not rewritten: pooled dimensions [1, 3, 4] are not contiguous: they span 4 dimensions, the kernel pools 3 adjacent ones
 func.func @pooled_dims_not_contiguous(%x: tensor<2x4x3x4x4xf32>, %g: tensor<2x2x3x2x2xf32>) -> tensor<2x4x3x4x4xf32> {
   %ninf = stablehlo.constant dense<0xFF800000> : tensor<f32>
   %p = stablehlo.pad %x, %ninf, low = [0, 0, 0, 0, 0], high = [0, 0, 0, 0, 0], interior = [0, 0, 0, 0, 0] : (tensor<2x4x3x4x4xf32>, tensor<f32>) -> tensor<2x4x3x4x4xf32>

@@ -1,9 +1,10 @@
 """Window geometry: from a select_and_scatter window of any rank to the kernel's 3-D one.
 
 Pure arithmetic on shapes and attributes, no MLIR. A dimension with window 1,
-stride 1 and no padding is *parallel*; the others are *pooled*. One to three
-contiguous pooled dimensions map onto the kernel's (D, H, W), padded in front
-with unit dimensions; parallel dimensions before them fold into the kernel's
+stride 1 and no padding is *parallel*; the others are *pooled*. Pooled
+dimensions within a span of at most three adjacent dimensions map onto the
+kernel's (D, H, W) (a parallel dimension inside the span becomes a unit
+window), padded in front with unit dimensions; parallel dimensions before them fold into the kernel's
 batch and channels (NCDHW), those after them into channels-last C (NDHWC).
 Folding is a row-major reshape, so no data moves.
 """
@@ -51,6 +52,11 @@ class KernelGeometry:
 
 
 def _pooled_span(window: Window) -> tuple[int, int]:
+    """[begin, end) of the dimensions the kernel pools: from the first pooled one to the last.
+
+    A parallel dimension between two pooled ones joins them as a unit window
+    (kernel 1, stride 1, no padding), so (1, 1, k, 1, k) still maps onto the kernel.
+    """
     pooled = [d for d in range(len(window.dimensions)) if not window.is_parallel(d)]
     if not pooled:
         raise GeometryMismatch("window pools no dimension (every window is 1x1x...)")
@@ -58,10 +64,13 @@ def _pooled_span(window: Window) -> tuple[int, int]:
         raise GeometryMismatch(
             f"{len(pooled)} pooled dimensions {pooled}; the kernel pools at most {SPATIAL_RANK}"
         )
-    first, last = pooled[0], pooled[-1]
-    if last - first + 1 != len(pooled):
-        raise GeometryMismatch(f"pooled dimensions {pooled} are not contiguous")
-    return first, last + 1
+    begin, end = pooled[0], pooled[-1] + 1
+    if end - begin > SPATIAL_RANK:
+        raise GeometryMismatch(
+            f"pooled dimensions {pooled} are not contiguous: they span {end - begin} dimensions, "
+            f"the kernel pools {SPATIAL_RANK} adjacent ones"
+        )
+    return begin, end
 
 
 def fold_to_kernel(

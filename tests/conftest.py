@@ -1,0 +1,58 @@
+"""Shared pytest configuration for tests/.
+
+* Puts this folder on ``sys.path`` so test modules can ``from xla_runner import
+  run_stablehlo`` and ``from reference import ...`` without a package.
+* Registers the Hypothesis profiles used by the property-based tests:
+
+  - ``ci`` (the default, and always when the environment variable ``CI`` is
+    ``true``): derandomized (a fixed seed, so every run draws the same
+    examples), ~40 examples per test, no deadline (XLA compiles dominate and
+    vary), failing examples printed as reproduction blobs.
+  - ``long``: ~1000 examples per test, randomized, for a soak run. Select it
+    with Hypothesis' own pytest flag::
+
+        .venv/bin/python -m pytest tests/test_numerics_hypothesis.py --hypothesis-profile=long
+
+  ``--hypothesis-profile`` overrides the profile loaded here (the Hypothesis
+  pytest plugin applies it after conftest.py is imported).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+_HERE = str(Path(__file__).resolve().parent)
+if _HERE not in sys.path:
+    sys.path.insert(0, _HERE)
+
+try:
+    from hypothesis import HealthCheck, settings
+except ImportError:  # pragma: no cover - hypothesis is in the test extras
+    pass
+else:
+    _SUPPRESS = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
+    settings.register_profile(
+        "ci",
+        derandomize=True,
+        max_examples=40,
+        deadline=None,
+        print_blob=True,
+        suppress_health_check=_SUPPRESS,
+    )
+    settings.register_profile(
+        "long",
+        max_examples=1000,
+        deadline=None,
+        print_blob=True,
+        suppress_health_check=_SUPPRESS,
+    )
+    # "ci" is the default, locally and under CI=true alike (CI must be
+    # reproducible); `pytest --hypothesis-profile=long` replaces it for a soak
+    # run. HYPOTHESIS_PROFILE=long in the environment does the same when CI is
+    # not "true".
+    _profile = os.environ.get("HYPOTHESIS_PROFILE", "ci")
+    if os.environ.get("CI", "").lower() == "true":
+        _profile = "ci"
+    settings.load_profile(_profile)

@@ -1,0 +1,102 @@
+"""Real models: a Flax (linen) and an Equinox 3-D CNN training step.
+
+Each step runs through plain `jax.jit`, through `pool3d_pass.jit`, and through
+`jax.jit` under `pool3d_pass.enabled()`: the same loss and gradients (f32,
+non-overlapping and overlapping pools on ReLU outputs, so ties abound), with
+the kernel call in the compiled program and no select-and-scatter left.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import pool3d_pass
+
+flax_linen = pytest.importorskip("flax.linen", reason="flax is a test dependency: pip install -e '.[test]'")
+eqx = pytest.importorskip("equinox", reason="equinox is a test dependency: pip install -e '.[test]'")
+
+KERNEL = "pool3d.max_pooling_3d_backward"
+
+
+class FlaxCNN(flax_linen.Module):
+    @flax_linen.compact
+    def __call__(self, x):  # NDHWC
+        x = flax_linen.relu(flax_linen.Conv(8, (3, 3, 3))(x))
+        x = flax_linen.max_pool(x, (2, 2, 2), strides=(2, 2, 2))
+        x = flax_linen.relu(flax_linen.Conv(8, (3, 3, 3))(x))
+        x = flax_linen.max_pool(x, (3, 3, 3), strides=(2, 2, 2), padding="SAME")
+        return flax_linen.Dense(4)(x.reshape(x.shape[0], -1))
+
+
+def flax_step():
+    model = FlaxCNN()
+    x = jax.nn.relu(jax.random.normal(jax.random.PRNGKey(1), (2, 12, 12, 12, 3)))
+    params = model.init(jax.random.PRNGKey(0), x)
+
+    def step(params, x):
+        return jax.value_and_grad(lambda p: jnp.mean(model.apply(p, x) ** 2))(params)
+
+    return step, (params, x)
+
+
+class EquinoxCNN(eqx.Module):
+    conv1: eqx.nn.Conv3d
+    conv2: eqx.nn.Conv3d
+    pool1: eqx.nn.MaxPool3d
+    pool2: eqx.nn.MaxPool3d
+
+    def __init__(self, key):
+        k1, k2 = jax.random.split(key)
+        self.conv1 = eqx.nn.Conv3d(3, 8, 3, padding=1, key=k1)
+        self.conv2 = eqx.nn.Conv3d(8, 8, 3, padding=1, key=k2)
+        self.pool1 = eqx.nn.MaxPool3d(2, stride=2)
+        self.pool2 = eqx.nn.MaxPool3d(3, stride=2, padding=1)
+
+    def __call__(self, x):  # CDHW, unbatched: vmapped by the loss
+        x = self.pool1(jax.nn.relu(self.conv1(x)))
+        return self.pool2(jax.nn.relu(self.conv2(x)))
+
+
+def equinox_step():
+    model = EquinoxCNN(jax.random.PRNGKey(0))
+    params, static = eqx.partition(model, eqx.is_array)  # what eqx.filter_jit does, by hand
+    x = jax.nn.relu(jax.random.normal(jax.random.PRNGKey(1), (2, 3, 12, 12, 12)))
+
+    def step(params, x):
+        loss = lambda p: jnp.mean(jax.vmap(eqx.combine(p, static))(x) ** 2)  # noqa: E731
+        return jax.value_and_grad(loss)(params)
+
+    return step, (params, x)
+
+
+def assert_same(expected, got):
+    (loss_a, grads_a), (loss_b, grads_b) = expected, got
+    np.testing.assert_allclose(loss_b, loss_a, rtol=1e-6)
+    leaves_a, leaves_b = jax.tree.leaves(grads_a), jax.tree.leaves(grads_b)
+    assert len(leaves_a) == len(leaves_b) > 0
+    for a, b in zip(leaves_a, leaves_b):
+        np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("make_step", [flax_step, equinox_step], ids=["flax", "equinox"])
+def test_training_step_through_pool3d_jit(make_step):
+    step, args = make_step()
+    compiled = pool3d_pass.jit(step).lower(*args).compile()
+    hlo = compiled.as_text()
+    assert hlo.count(KERNEL) == 2 and "select-and-scatter" not in hlo
+    assert_same(jax.jit(step)(*args), compiled(*args))
+
+
+@pytest.mark.parametrize("make_step", [flax_step, equinox_step], ids=["flax", "equinox"])
+def test_training_step_through_enable(make_step):
+    step, args = make_step()
+    expected = jax.jit(step)(*args)
+    with pool3d_pass.enabled():
+        compiled = jax.jit(step).lower(*args).compile()
+        got = compiled(*args)
+    hlo = compiled.as_text()
+    assert hlo.count(KERNEL) == 2 and "select-and-scatter" not in hlo
+    assert_same(expected, got)
