@@ -1,0 +1,107 @@
+"""Benchmarks of pool3d_pass: the kernel, a training step, and the pass itself.
+
+    python bench/run.py            # full run (make bench), 2-3 minutes on 2 cores
+    python bench/run.py --quick    # smoke run on tiny shapes (make bench-quick), ~15-25 s
+    python bench/run.py --json out.json --only pool,train,pass
+    python bench/run.py --table-from bench/results/latest.json   # reprint a stored run
+
+Prints Markdown tables and writes every figure, with the machine it ran on, to
+JSON (default bench/results/latest.json). Sections (one module each):
+
+1. pool_backward.py  max-pool backward per shape: XLA, rewritten program,
+                     kernel alone, torch, and the memory-bandwidth floor;
+2. train_step.py     a 3-D CNN training step, jax.jit vs pool3d_pass.jit;
+3. pass_speed.py     the pass's run time against canonicalize, JAX lowering
+                     and XLA compile, and its growth with module size.
+
+Timing (timing.py): warm-up, then interleaved repeats; min and median are
+kept. The machines are shared and noisy, so read the RATIOS, which compare
+figures measured side by side in the same run. What each column means:
+docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+if HERE not in sys.path:
+    sys.path.insert(0, HERE)
+
+DEFAULT_JSON = os.path.join(HERE, "results", "latest.json")
+SECTIONS = ("pool", "train", "pass")
+
+
+def _log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="tiny shapes, 1-2 repeats: a smoke run")
+    parser.add_argument("--json", default=DEFAULT_JSON, help=f"where to write the JSON (default {DEFAULT_JSON})")
+    parser.add_argument("--only", default=",".join(SECTIONS),
+                        help=f"comma-separated sections to run, out of {','.join(SECTIONS)}")
+    parser.add_argument("--table-from", metavar="PATH", help="print the tables of a stored JSON run and exit")
+    args = parser.parse_args(argv)
+
+    import tables
+
+    if args.table_from:
+        with open(args.table_from) as f:
+            print(tables.render(json.load(f)))
+        return 0
+
+    only = [s.strip() for s in args.only.split(",") if s.strip()]
+    unknown = set(only) - set(SECTIONS)
+    if unknown:
+        parser.error(f"unknown sections {sorted(unknown)}; choose from {SECTIONS}")
+
+    started = time.perf_counter()
+    import machine
+    import timing
+
+    result: dict = {"mode": "quick" if args.quick else "full", "machine": machine.describe(), "sections": only}
+    _log(f"pool3d_pass benchmarks ({result['mode']}) on {result['machine']['cpu_model']}, "
+         f"{result['machine']['cpus_usable']} cpus")
+
+    section_s = result["section_wall_s"] = {}
+    if "pool" in only:
+        t0 = time.perf_counter()
+        import pool_backward
+
+        before = timing.copy_bandwidth(repeats=3 if args.quick else 5)
+        section = pool_backward.run(args.quick, before["gb_per_s"], log=_log)
+        result["pool_backward"] = section
+        result["copy_bandwidth"] = before
+        section_s["pool"] = time.perf_counter() - t0
+    if "train" in only:
+        t0 = time.perf_counter()
+        import train_step
+
+        result["train_step"] = train_step.run(args.quick, log=_log)
+        section_s["train"] = time.perf_counter() - t0
+    if "pass" in only:
+        t0 = time.perf_counter()
+        import pass_speed
+
+        result["pass_speed"] = pass_speed.run(args.quick, log=_log)
+        section_s["pass"] = time.perf_counter() - t0
+
+    result["wall_s"] = time.perf_counter() - started
+    result["targets"] = tables.targets(result)
+    os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+    with open(args.json, "w") as f:
+        json.dump(result, f, indent=1)
+        f.write("\n")
+    print(tables.render(result))
+    _log(f"\nwrote {args.json} ({result['wall_s']:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,143 @@
+"""Markdown tables and the target verdicts from a benchmark result (the dict run.py writes as JSON).
+
+Everything printed is computed from the JSON record alone, so `python
+bench/run.py --table-from PATH` reprints a stored run exactly.
+"""
+
+from __future__ import annotations
+
+# Targets (benchmarks, not tests): name -> threshold.
+KERNEL_VS_XLA_FIRST_SHAPE = 20.0   # kernel at least 20x faster than XLA on the first shape
+KERNEL_VS_TORCH = 1.0              # faster than torch on every shape
+FLOOR_FRACTION = 0.5               # at least half the floor's speed
+PASS_VS_CANONICALIZE = 2.0         # pass no more than 2x canonicalize's time
+LINEARITY = 1.25                   # time(10x) / (10 * time(1x)) at most this: "linear"
+
+
+def _ms(stats: dict | None) -> str:
+    if stats is None:
+        return "n/a"
+    return f"{stats['min_ms']:.3g} ({stats['median_ms']:.3g})" if stats["min_ms"] < 1000 else \
+        f"{stats['min_ms']:.0f} ({stats['median_ms']:.0f})"
+
+
+def _x(ratio: float | None) -> str:
+    return "n/a" if ratio is None else f"{ratio:.3g}x"
+
+
+def _row(cells) -> str:
+    return "| " + " | ".join(str(c) for c in cells) + " |"
+
+
+def _table(header, rows) -> list[str]:
+    return [_row(header), _row(["---"] * len(header)), *(_row(r) for r in rows)]
+
+
+def pool_table(section: dict) -> list[str]:
+    header = ["case", "XLA ms", "rewritten ms", "kernel ms", "torch ms", "floor ms",
+              "kernel vs XLA", "rewritten vs XLA", "kernel vs torch", "floor fraction", "checks"]
+    rows = []
+    for c in section["cases"]:
+        r = c["ratios_of_min"]
+        diffs = c["checks"]
+        worst = max(diffs.values())
+        check = f"calls={c['rewritten_kernel_calls']}, max abs diff={worst:.2g}"
+        rows.append([c["case"], _ms(c["ms"]["xla"]), _ms(c["ms"]["rewritten"]), _ms(c["ms"]["kernel"]),
+                     _ms(c["ms"].get("torch")), f"{c['floor_ms']:.3g}",
+                     _x(r["kernel_vs_xla_speedup"]), _x(r["rewritten_vs_xla_speedup"]),
+                     _x(r.get("kernel_vs_torch_speedup")), f"{r['floor_fraction']:.2f}", check])
+    lines = _table(header, rows)
+    if section.get("note"):
+        lines.append(f"\nNote: {section['note']}")
+    return lines
+
+
+def train_table(section: dict) -> list[str]:
+    header = ["program", "step ms", "speedup vs jax.jit", "loss", "kernel calls"]
+    rows = [["jax.jit", _ms(section["ms"]["jax_jit"]), "1x", f"{section['loss_jax_jit']:.7g}", 0],
+            ["pool3d_pass.jit", _ms(section["ms"]["pool3d_pass_jit"]), _x(section["speedup_of_min"]),
+             f"{section['loss_pool3d_pass_jit']:.7g}", section["rewritten_kernel_calls"]]]
+    lines = _table(header, rows)
+    lines.append(f"\nSame loss: {section['same_loss']} (|diff| {section['loss_abs_diff']:.3g}); "
+                 f"updated parameters max |diff| {section['updated_params_max_abs_diff']:.3g}. "
+                 f"Input {tuple(section['input_shape'])}, channels {tuple(section['channels'])}.")
+    return lines
+
+
+def pass_table(section: dict) -> list[str]:
+    header = ["module", "ops", "pool grads (rewritten)", "pass ms", "canonicalize ms", "pass / canonicalize",
+              "pass us/op", "JAX lowering ms", "XLA compile ms", "pass / (lowering + compile)"]
+
+    def row(name, r):
+        ms = r["ms"]
+        return [name, r["ops"], f"{r['select_and_scatter']} ({r['rewritten']})", _ms(ms["pool3d_pass"]),
+                _ms(ms["canonicalize"]), _x(r["pass_vs_canonicalize_of_min"]), f"{r['pass_us_per_op']:.3g}",
+                _ms(ms.get("jax_lowering")), _ms(ms.get("xla_compile")),
+                f"{r['pass_vs_lowering_plus_compile_of_min']:.2%}" if "xla_compile" in ms else "n/a"]
+
+    syn = section["synthetic"]
+    rows = [row("3-D U-Net train step", section["unet"])]
+    rows += [row(f"synthetic x{r['scale']}", r) for r in syn["scales"]]
+    lines = _table(header, rows)
+    lines.append(f"\nGrowth {syn['growth']}: linearity (time(Nx) / (N * time(1x))) pool3d pass "
+                 f"{syn['linearity_pool3d_pass']:.2f}, canonicalize {syn['linearity_canonicalize']:.2f}.")
+    return lines
+
+
+def targets(result: dict) -> list[dict]:
+    """Each target: what, measured value, threshold, met."""
+    out = []
+    pool = result.get("pool_backward")
+    if pool and pool["cases"]:
+        first = pool["cases"][0]
+        v = first["ratios_of_min"]["kernel_vs_xla_speedup"]
+        out.append({"target": f"kernel >= {KERNEL_VS_XLA_FIRST_SHAPE:g}x faster than XLA on {first['case']}",
+                    "measured": f"{v:.3g}x", "met": v >= KERNEL_VS_XLA_FIRST_SHAPE})
+        if pool["cases"][0]["ratios_of_min"].get("kernel_vs_torch_speedup") is not None:
+            for c in pool["cases"]:
+                v = c["ratios_of_min"]["kernel_vs_torch_speedup"]
+                out.append({"target": f"kernel faster than torch on {c['case']}",
+                            "measured": f"{v:.3g}x", "met": v > KERNEL_VS_TORCH})
+        for c in pool["cases"]:
+            v = c["ratios_of_min"]["floor_fraction"]
+            out.append({"target": f"kernel >= {FLOOR_FRACTION:g} of floor speed on {c['case']}",
+                        "measured": f"{v:.2f}", "met": v >= FLOOR_FRACTION})
+    ps = result.get("pass_speed")
+    if ps:
+        mods = [("U-Net", ps["unet"])] + [(f"synthetic x{r['scale']}", r) for r in ps["synthetic"]["scales"]]
+        for name, r in mods:
+            v = r["pass_vs_canonicalize_of_min"]
+            out.append({"target": f"pass <= {PASS_VS_CANONICALIZE:g}x canonicalize on {name}",
+                        "measured": f"{v:.3g}x", "met": v <= PASS_VS_CANONICALIZE})
+        v = ps["synthetic"]["linearity_pool3d_pass"]
+        out.append({"target": f"pass grows linearly ({ps['synthetic']['growth']}: linearity <= {LINEARITY:g})",
+                    "measured": f"{v:.2f}", "met": v <= LINEARITY})
+    return out
+
+
+def targets_table(items: list[dict]) -> list[str]:
+    return _table(["target", "measured", "met"], [[t["target"], t["measured"], "yes" if t["met"] else "**no**"]
+                                                  for t in items])
+
+
+def render(result: dict) -> str:
+    m = result["machine"]
+    bw = result.get("copy_bandwidth")
+    lines = [f"Machine: {m['cpu_model']}, {m['cpus_usable']} cpus usable, {m['memory_gib']} GiB; "
+             f"python {m['python']}, jax {m['jax']}, jaxlib {m['jaxlib']}, torch {m['torch']}; "
+             f"{m['date']}; mode {result['mode']}, {result['wall_s']:.0f} s"]
+    if bw:
+        lines.append(f"Copy bandwidth (floor): {bw['gb_per_s']:.3g} GB/s read+write ({bw['method']})")
+    if result.get("pool_backward"):
+        lines += ["", "### 1. Max-pool backward (ms: min (median); ratios of min times)", ""]
+        lines += pool_table(result["pool_backward"])
+    if result.get("train_step"):
+        lines += ["", "### 2. 3-D CNN training step (ms: min (median))", ""]
+        lines += train_table(result["train_step"])
+    if result.get("pass_speed"):
+        lines += ["", "### 3. Pass time (ms: min (median))", ""]
+        lines += pass_table(result["pass_speed"])
+    items = targets(result)
+    if items:
+        lines += ["", "### Targets", ""] + targets_table(items)
+    return "\n".join(lines)
