@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 from collections.abc import Sequence
@@ -114,18 +115,36 @@ def comparison(compare: ir.OpView) -> tuple[str, str | None]:
     return direction, stablehlo.ComparisonTypeAttr(compare.attributes["compare_type"]).value
 
 
+LIBRARY_PATH_MARKERS = ("site-packages", "dist-packages")
+_FILE_LOCATION = re.compile(r'"((?:[^"\\]|\\.)*)":(\d+):(\d+)')
+
+
+def _file_locations(location: ir.Location) -> list[ir.Location]:
+    """The file:line:col locations inside `location`, innermost call first."""
+    if isinstance(location, ir.FileLineColLoc):
+        return [location]
+    if isinstance(location, ir.NameLoc):
+        return _file_locations(location.child_loc)
+    if isinstance(location, ir.CallSiteLoc):
+        return _file_locations(location.callee) + _file_locations(location.caller)
+    return []
+
+
 def format_location(location: ir.Location, filename: str | None = None) -> str:
-    """`file:line:col` for the first file location inside `location`, else its MLIR text.
+    """`file:line:col` of an op, for remarks; the MLIR text of the location if it has no file.
 
-    The parser names its buffer "-"; `filename` replaces that name.
+    JAX nests locations as name(callsite(callee at caller ...)); the innermost
+    frame outside installed libraries (the user's model code) is the one shown,
+    else the innermost frame. The parser names its buffer "-"; `filename`
+    replaces that name.
     """
-    import re
-
-    text = str(location)
-    found = re.search(r'"((?:[^"\\]|\\.)*)":(\d+):(\d+)', text)
-    if not found:
-        return text
-    name = found.group(1)
+    frames = [(f.filename, f.start_line, f.start_col) for f in _file_locations(location)]
+    if not frames:  # e.g. a diagnostic's location, which the bindings do not downcast
+        frames = [(n, int(line), int(col)) for n, line, col in _FILE_LOCATION.findall(str(location))]
+    if not frames:
+        return str(location)
+    user = [f for f in frames if not any(marker in f[0] for marker in LIBRARY_PATH_MARKERS)]
+    name, line, col = (user or frames)[0]
     if name == "-" and filename is not None:
         name = filename
-    return f"{name}:{found.group(2)}:{found.group(3)}"
+    return f"{name}:{line}:{col}"
