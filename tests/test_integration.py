@@ -26,21 +26,12 @@ TARGET = "pool3d.max_pooling_3d_backward"
 SCATTER = re.compile(r"\b(select-and-scatter|scatter)\(")
 
 
-def _missing_pieces() -> str | None:
-    """Why the real pass or the CPU kernel is unavailable (None once both are)."""
-    if not callable(getattr(pool3d_pass, "rewrite", None)):
-        return "pool3d_pass.rewrite does not exist yet"
-    try:
-        from pool3d_pass.bindings import cpu
+@pytest.fixture(scope="module", autouse=True)
+def _cpu_kernel():
+    """The CPU kernel must be built and registrable: a broken build fails here, never skips."""
+    from pool3d_pass.bindings import cpu
 
-        cpu.register()
-    except Exception as error:  # noqa: BLE001
-        return f"the CPU kernel cannot be registered: {type(error).__name__}: {error}"
-    return None
-
-
-_MISSING = _missing_pieces()
-needs_kernel = pytest.mark.skipif(_MISSING is not None, reason=f"{_MISSING}")
+    cpu.register()
 
 
 @pytest.fixture(autouse=True)
@@ -112,7 +103,6 @@ def test_internals_check_names_what_moved(monkeypatch):
 # --- pool3d_pass.jit -------------------------------------------------------------------
 
 
-@needs_kernel
 def test_jit_rewrites_max_pool_gradient_and_matches_jax_jit():
     grad = make_grad()
     x = rand()
@@ -123,7 +113,6 @@ def test_jit_rewrites_max_pool_gradient_and_matches_jax_jit():
     assert is_plain(jax.jit(grad).lower(x).compile().as_text())
 
 
-@needs_kernel
 def test_jit_trace_lower_compile():
     grad = make_grad()
     x = rand()
@@ -132,7 +121,6 @@ def test_jit_trace_lower_compile():
     np.testing.assert_allclose(compiled(x), jax.jit(grad)(x), rtol=1e-6, atol=1e-6)
 
 
-@needs_kernel
 def test_jit_static_and_pytree_args():
     def loss(params, batch, k, *, scale):
         y = max_pool(params["w"] * batch[0] + batch[1], k=k)
@@ -152,7 +140,6 @@ def test_jit_static_and_pytree_args():
     assert is_rewritten(text)
 
 
-@needs_kernel
 def test_jit_donation():
     grad = make_grad()
     x = rand()
@@ -163,7 +150,6 @@ def test_jit_donation():
     np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-6)
 
 
-@needs_kernel
 def test_jit_as_decorator_with_options():
     @pool3d_pass.jit(static_argnames="k")
     def grad(x, k):
@@ -194,7 +180,6 @@ def test_module_without_select_and_scatter_is_handed_on_uncopied(monkeypatch):
     assert module_rewrite.rewrite_for_platform(module, "cpu") is module
 
 
-@needs_kernel
 def test_plain_jit_of_the_same_function_is_never_rewritten():
     """The pitfall: JAX caches the lowered module object; the pass must work on a copy."""
     grad = make_grad()
@@ -219,7 +204,6 @@ def test_plain_jit_of_the_same_function_is_never_rewritten():
 # --- enable() / disable() / enabled() --------------------------------------------------
 
 
-@needs_kernel
 def test_enable_disable_route_plain_jax_jit():
     grad = make_grad()
     x = rand()
@@ -238,7 +222,6 @@ def test_enable_disable_route_plain_jax_jit():
     np.testing.assert_allclose(jitted(x), expected, rtol=1e-6, atol=1e-6)
 
 
-@needs_kernel
 def test_enabled_context_restores_previous_state():
     grad = make_grad()
     x = rand()
@@ -252,7 +235,6 @@ def test_enabled_context_restores_previous_state():
     assert is_plain(jax.jit(grad).lower(x).compile().as_text())
 
 
-@needs_kernel
 def test_enabled_rewrites_eager_gradients(caplog):
     x = rand()
     expected = jax.jit(make_grad())(x)
@@ -265,7 +247,6 @@ def test_enabled_rewrites_eager_gradients(caplog):
 # --- logging and failure handling ------------------------------------------------------
 
 
-@needs_kernel
 def test_info_log_says_what_was_rewritten(caplog):
     with caplog.at_level(logging.INFO, logger="pool3d_pass"):
         pool3d_pass.jit(make_grad()).lower(rand()).compile()
@@ -312,7 +293,6 @@ def test_other_platforms_are_left_untouched_and_logged(caplog):
     assert any("no pool3d binding for platform 'cuda'" in r.getMessage() for r in caplog.records)
 
 
-@needs_kernel
 def test_jit_on_a_method():
     class Model:
         scale = 2.0
