@@ -427,3 +427,38 @@ def test_nan_inputs_and_inexact_output_follow_the_contract(layout, case):
         out = kernel_all_thread_counts(g, x, y_case, k, s, p, layout)
         exact = contract_reference(g, x, y_case, k, s, p, layout)
         np.testing.assert_allclose(np.asarray(out), exact, rtol=1e-6, atol=1e-6)
+
+
+# Overlapping NCDHW geometries aimed at the separable first-max search: W
+# strides 2 and 3 (the key row is split into stride phases), kW = 1 and kD = 1
+# (a trivial reduction stage), windows wider than the padded row's remainder.
+SEPARABLE = [
+    ((1, 2, 5, 6, 11), (2, 2, 4), (1, 1, 3), (0, 1, 2)),
+    ((2, 1, 4, 7, 9), (3, 3, 1), (1, 2, 1), (1, 1, 0)),
+    ((1, 3, 3, 6, 8), (1, 3, 3), (1, 1, 2), (0, 1, 1)),
+    ((1, 2, 6, 5, 13), (3, 2, 5), (2, 1, 2), (1, 0, 2)),
+]
+
+
+@pytest.mark.parametrize("dtype", ["f32", "bf16"])
+@pytest.mark.parametrize("case", SEPARABLE, ids=lambda c: f"{c[0]}-k{c[1]}-s{c[2]}-p{c[3]}")
+def test_separable_first_max_with_ties_zeros_and_infinities(dtype, case):
+    # Ties everywhere ("ints", "const"), +0 next to -0, and -inf inputs (the
+    # first real -inf must win over padding): the separable search must still
+    # pick the first tap in row-major (d, h, w) order equal to output.
+    shape, k, s, p = case
+    for kind in ("ints", "const", "randn"):
+        xv = np.asarray(make_input(kind, shape, jnp.float32)).copy()
+        if kind == "ints":
+            flat = xv.reshape(-1)
+            flat[flat == 0] = np.where(np.arange((flat == 0).sum()) % 2, 0.0, -0.0)
+            flat[::11] = -np.inf
+        x = jnp.asarray(xv).astype(DTYPES[dtype])
+        y, g, _ = xla_forward_and_grad(x, 5, "NCDHW", k, s, p)
+        out = kernel_all_thread_counts(g, x, y, k, s, p, "NCDHW")
+        exact = contract_reference(g, x, y, k, s, p, "NCDHW")
+        ours = np.asarray(out.astype(jnp.float32), np.float64)
+        # A wrong tap moves a whole gradient: far outside these tolerances
+        # (f32 sums several f32 terms; bf16 is rounded once from f32).
+        rtol = 1e-6 if dtype == "f32" else 2 * HALF_ULP[dtype]
+        np.testing.assert_allclose(ours, exact, rtol=rtol, atol=1e-6, err_msg=kind)

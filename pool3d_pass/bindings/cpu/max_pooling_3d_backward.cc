@@ -15,7 +15,12 @@
 // non-overlapping case (no separate zeroing pass), works on raw bit patterns
 // (no conversions outside the accumulating paths), vectorises across W
 // (NCDHW) or C (NDHWC), and splits the work over up to 8 threads so that no
-// two threads ever write the same element.
+// two threads ever write the same element. Overlapping NCDHW windows use a
+// separable first-max search (O(kD + kH + kW) per window) whose few hot
+// loops are also compiled for AVX2 (target_clones, picked at load time). A
+// large result buffer is advised to use 2 MiB pages (madvise), because
+// first-touch page faults on a fresh 4 KiB-paged buffer cost about as much
+// as the kernel.
 //
 // Every shape, dtype or attribute that disagrees with the contract is
 // rejected with ffi::Error::InvalidArgument naming the offending value.
@@ -358,10 +363,15 @@ void NcdhwNoOverlap(const Geom& g, const typename T::M* x,
 // That costs kW + kH + kD vectorisable compare-selects per window instead of
 // kD * kH * kW. Values are compared as int32 keys that order like the floats
 // (+0 and -0 share a key, NaN sorts below every number, padding below NaN).
-// The winner is then checked against `output` (the contract's rule): when
-// x[winner] == output it is the first tap equal to output; otherwise (NaN
-// maxima, or an `output` that is not the exact maximum) the window is rescanned
-// directly, tap by tap.
+// The winner is then checked against `output` (the contract's rule): when its
+// key equals Key(output) and output is not NaN, x[winner] == output, so it is
+// the first tap equal to output; otherwise (NaN maxima, windows seeing only
+// padding, or an `output` that is not the exact maximum) the window is
+// rescanned directly, tap by tap.
+//
+// Per plane: for each padded depth slice, stage W (rows -> best over tw) and
+// stage H (-> best over th) leave one Ho x Wo slice of (key, index); stage D
+// then reduces kD such slices per output depth, all in long contiguous runs.
 // ---------------------------------------------------------------------------
 
 constexpr int32_t kPadKey = INT32_MIN;
@@ -377,6 +387,18 @@ inline int32_t Key(typename T::M a) {  // branch-free, vectorises
   return (kNanKey & nan) | (signed_mag & ~nan);
 }
 
+// The few hot loops below are also compiled for AVX2 (8 int32 lanes and real
+// blends instead of SSE2's and/andnot/or); the loader picks the variant once
+// through an ifunc. Elsewhere the portable build is used unchanged.
+#if defined(__x86_64__) && defined(__ELF__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define POOL3D_HOT __attribute__((target_clones("avx2", "default")))
+#endif
+#endif
+#ifndef POOL3D_HOT
+#define POOL3D_HOT
+#endif
+
 // Where cand > cur: cur = cand, idx = cand_idx (all as masks, vectorises).
 inline void TakeIfGreater(int32_t cand, int32_t cand_idx, int32_t& cur,
                           int32_t& idx) {
@@ -385,11 +407,216 @@ inline void TakeIfGreater(int32_t cand, int32_t cand_idx, int32_t& cur,
   idx = (cand_idx & m) | (idx & ~m);
 }
 
+// One reduction step over n lanes: tap index `tap` for every lane.
+POOL3D_HOT void MaxStepConst(const int32_t* __restrict cand, int32_t tap,
+                             int32_t* __restrict key, int32_t* __restrict idx,
+                             int64_t n) {
+  for (int64_t i = 0; i < n; ++i) TakeIfGreater(cand[i], tap, key[i], idx[i]);
+}
+
+// The first two steps at once: taps 0 and 1 (saves a copy pass).
+POOL3D_HOT void MaxFirstConst(const int32_t* __restrict cand0,
+                              const int32_t* __restrict cand1,
+                              int32_t* __restrict key,
+                              int32_t* __restrict idx, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const int32_t m = -int32_t(cand1[i] > cand0[i]);
+    key[i] = (cand1[i] & m) | (cand0[i] & ~m);
+    idx[i] = m & 1;
+  }
+}
+
+// One reduction step over n lanes: the candidate's own index plus `offset`.
+POOL3D_HOT void MaxStepIdx(const int32_t* __restrict cand,
+                           const int32_t* __restrict cand_idx, int32_t offset,
+                           int32_t* __restrict key, int32_t* __restrict idx,
+                           int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    TakeIfGreater(cand[i], offset + cand_idx[i], key[i], idx[i]);
+}
+
+// The first two steps at once: candidates (k0, i0) and (k1, i1 + offset).
+POOL3D_HOT void MaxFirstIdx(const int32_t* __restrict k0,
+                            const int32_t* __restrict i0,
+                            const int32_t* __restrict k1,
+                            const int32_t* __restrict i1, int32_t offset,
+                            int32_t* __restrict key, int32_t* __restrict idx,
+                            int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const int32_t m = -int32_t(k1[i] > k0[i]);
+    key[i] = (k1[i] & m) | (k0[i] & ~m);
+    idx[i] = ((i1[i] + offset) & m) | (i0[i] & ~m);
+  }
+}
+
+// key/idx[i] = first maximum over rows t < k of candidate keys
+// cand[t * stride + i] with indices cand_idx[t * stride + i] + t * step.
+void ReduceRows(const int32_t* cand, const int32_t* cand_idx, int64_t stride,
+                int64_t k, int32_t step, int32_t* key, int32_t* idx,
+                int64_t n) {
+  if (k == 1) {
+    std::copy(cand, cand + n, key);
+    std::copy(cand_idx, cand_idx + n, idx);
+    return;
+  }
+  MaxFirstIdx(cand, cand_idx, cand + stride, cand_idx + stride, step, key,
+              idx, n);
+  for (int64_t t = 2; t < k; ++t) {
+    MaxStepIdx(cand + t * stride, cand_idx + t * stride, int32_t(t * step),
+               key, idx, n);
+  }
+}
+
+POOL3D_HOT void KeysF32(const uint32_t* __restrict x, int32_t* __restrict k,
+                        int64_t n) {
+  for (int64_t i = 0; i < n; ++i) k[i] = Key<F32T>(x[i]);
+}
+
+template <class T>
+void Keys(const typename T::M* __restrict x, int32_t* __restrict k,
+          int64_t n) {
+  if constexpr (sizeof(typename T::M) == 4) {
+    KeysF32(x, k, n);
+  } else {
+    for (int64_t i = 0; i < n; ++i) k[i] = Key<T>(x[i]);
+  }
+}
+
 template <class T>
 struct SepScratch {
   std::vector<float> acc;
-  std::vector<int32_t> keyrow, rk, ri, hk, hi, dk, di;
+  std::vector<int32_t> keyrow, phases, rk, ri, hk, hi, dk, di;
+  std::vector<int32_t> pos;
 };
+
+// Stage W for one input row `xr` (W elements): rk/ri[ow] = first maximum of
+// window ow over tw and its tap tw. For sW > 1 the padded key row is first
+// split into sW phases so that every tap reads a contiguous run.
+template <class T>
+void StageW(const Geom& g, const typename T::M* xr, SepScratch<T>& s,
+            int32_t* rk, int32_t* ri) {
+  const int64_t Wo = g.Wo;
+  int32_t* keyrow = s.keyrow.data();  // padding already holds kPadKey
+  Keys<T>(xr, keyrow + g.pW, g.W);
+  auto tap_row = [&](int64_t tw) -> const int32_t* {
+    if (g.sW == 1) return keyrow + tw;
+    const int64_t L = Wo + (g.kW - 1) / g.sW;
+    return s.phases.data() + (tw % g.sW) * L + tw / g.sW;
+  };
+  if (g.sW > 1) {
+    const int64_t L = Wo + (g.kW - 1) / g.sW;
+    const int64_t phases = std::min(g.sW, g.kW);  // taps never reach the rest
+    for (int64_t r = 0; r < phases; ++r) {
+      int32_t* __restrict ph = s.phases.data() + r * L;
+      const int32_t* __restrict kr = keyrow + r;
+      for (int64_t j = 0; j < L; ++j) ph[j] = kr[j * g.sW];
+    }
+  }
+  if (g.kW == 1) {
+    std::copy(tap_row(0), tap_row(0) + Wo, rk);
+    std::fill(ri, ri + Wo, 0);
+    return;
+  }
+  MaxFirstConst(tap_row(0), tap_row(1), rk, ri, Wo);
+  for (int64_t tw = 2; tw < g.kW; ++tw)
+    MaxStepConst(tap_row(tw), int32_t(tw), rk, ri, Wo);
+}
+
+// Stages W and H for padded depth slice d: hk/hi (Ho x Wo) = first maximum
+// over (th, tw) and its offset th * W + tw.
+template <class T>
+void StageWH(const Geom& g, const typename T::M* xp, int64_t d,
+             SepScratch<T>& s, int32_t* hk, int32_t* hi) {
+  const int64_t Wo = g.Wo, Hp = g.H + 2 * g.pH, HoWo = g.Ho * Wo;
+  const int64_t rd = d - g.pD;
+  if (rd < 0 || rd >= g.D) {  // a padding slice: nothing can win here
+    std::fill(hk, hk + HoWo, kPadKey);
+    std::fill(hi, hi + HoWo, 0);
+    return;
+  }
+  int32_t* rk = s.rk.data();
+  int32_t* ri = s.ri.data();
+  for (int64_t h = 0; h < Hp; ++h) {
+    const int64_t rh = h - g.pH;
+    if (rh < 0 || rh >= g.H) {
+      std::fill(rk + h * Wo, rk + (h + 1) * Wo, kPadKey);
+      std::fill(ri + h * Wo, ri + (h + 1) * Wo, 0);
+    } else {
+      StageW<T>(g, xp + (rd * g.H + rh) * g.W, s, rk + h * Wo, ri + h * Wo);
+    }
+  }
+  // With sH == 1 the rows of all oh are one contiguous run per th.
+  const int64_t runs = g.sH == 1 ? 1 : g.Ho;
+  const int64_t len = g.sH == 1 ? HoWo : Wo;
+  for (int64_t r = 0; r < runs; ++r) {
+    const int64_t src = r * g.sH * Wo, dst = r * Wo;
+    ReduceRows(rk + src, ri + src, Wo, g.kH, int32_t(g.W), hk + dst,
+               hi + dst, len);
+  }
+}
+
+// Rare path: the first tap of window (d0, h0, w0) whose input equals y.
+template <class T>
+void ScanWindow(const Geom& g, const typename T::M* xp, float* acc,
+                int64_t d0, int64_t h0, int64_t w0, typename T::M yv,
+                float gv) {
+  const int64_t HW = g.H * g.W;
+  int64_t td_lo, td_hi, th_lo, th_hi, tw_lo, tw_hi;
+  TapRange(d0, g.kD, g.D, &td_lo, &td_hi);
+  TapRange(h0, g.kH, g.H, &th_lo, &th_hi);
+  TapRange(w0, g.kW, g.W, &tw_lo, &tw_hi);
+  for (int64_t td = td_lo; td < td_hi; ++td)
+    for (int64_t th = th_lo; th < th_hi; ++th)
+      for (int64_t tw = tw_lo; tw < tw_hi; ++tw) {
+        const int64_t q = (d0 + td) * HW + (h0 + th) * g.W + w0 + tw;
+        if (EqMask<T>(xp[q], yv)) {
+          acc[q] += gv;
+          return;
+        }
+      }
+}
+
+// pos[i] = where window i (of one output row) sends its gradient: `row` +
+// i * sW + idx[i], or -1 when the separable winner is not provably the
+// contract's tap (its key differs from Key(y), or y is NaN).
+template <class T>
+POOL3D_HOT void WinnerPositions(const typename T::M* __restrict yr,
+                                const int32_t* __restrict key,
+                                const int32_t* __restrict idx, int32_t row,
+                                int32_t sW, int64_t n,
+                                int32_t* __restrict pos) {
+  for (int32_t i = 0; i < int32_t(n); ++i) {
+    const int32_t ky = Key<T>(yr[i]);
+    const int32_t ok = -int32_t(key[i] == ky) & -int32_t(ky != kNanKey);
+    pos[i] = ((row + i * sW + idx[i]) & ok) | ~ok;
+  }
+}
+
+// Adds grad_output of the Ho x Wo windows at output depth od to their
+// winners (dk/di from stage D), in (oh, ow) order.
+template <class T>
+void ScatterSlice(const Geom& g, const typename T::M* xp,
+                  const typename T::M* yr, const typename T::M* gr,
+                  const int32_t* dk, const int32_t* di, int64_t od,
+                  int32_t* pos, float* acc) {
+  const int64_t HW = g.H * g.W;
+  const int64_t d0 = od * g.sD - g.pD;
+  for (int64_t oh = 0; oh < g.Ho; ++oh) {
+    const int64_t h0 = oh * g.sH - g.pH;
+    const int64_t o = oh * g.Wo;
+    WinnerPositions<T>(yr + o, dk + o, di + o,
+                       int32_t(d0 * HW + h0 * g.W - g.pW), int32_t(g.sW), g.Wo,
+                       pos);
+    for (int64_t ow = 0; ow < g.Wo; ++ow) {
+      if (pos[ow] >= 0) {
+        acc[pos[ow]] += T::ToF32(gr[o + ow]);
+      } else {
+        ScanWindow<T>(g, xp, acc, d0, h0, ow * g.sW - g.pW, yr[o + ow],
+                      T::ToF32(gr[o + ow]));
+      }
+    }
+  }
+}
 
 template <class T>
 void NcdhwOverlap(const Geom& g, const typename T::M* x,
@@ -400,15 +627,14 @@ void NcdhwOverlap(const Geom& g, const typename T::M* x,
   const int64_t planes = g.B * g.C;
   const int64_t HW = g.H * g.W, DHW = g.D * HW, HoWo = g.Ho * g.Wo,
                 ODHW = g.Do * HoWo;
-  const int64_t Dp = g.D + 2 * g.pD, Hp = g.H + 2 * g.pH, Wp = g.W + 2 * g.pW;
-  const int64_t Wo = g.Wo;
+  const int64_t Dp = g.D + 2 * g.pD, Hp = g.H + 2 * g.pH;
+  const int64_t Wp = g.W + 2 * g.pW;
+  const int64_t L = g.Wo + (g.kW - 1) / g.sW;  // length of one phase
   const int threads = ThreadCount(planes, planes * DHW);
   ParallelFor<SepScratch<T>>(planes, threads, [&](int64_t p,
                                                   SepScratch<T>& s) {
-    const M* __restrict xp = x + p * DHW;
+    const M* xp = x + p * DHW;
     M* dp = dx + p * DHW;
-    const M* yp = y + p * ODHW;
-    const M* gp = go + p * ODHW;
     float* acc;
     if constexpr (kF32) {
       acc = reinterpret_cast<float*>(dp);
@@ -417,118 +643,27 @@ void NcdhwOverlap(const Geom& g, const typename T::M* x,
       acc = s.acc.data();
     }
     std::fill(acc, acc + DHW, 0.0f);
-    s.keyrow.assign(Wp, kPadKey);
-    s.rk.resize(Dp * Hp * Wo);
-    s.ri.resize(Dp * Hp * Wo);
-    s.hk.resize(Dp * g.Ho * Wo);
-    s.hi.resize(Dp * g.Ho * Wo);
-    s.dk.resize(Wo);
-    s.di.resize(Wo);
-    int32_t* __restrict keyrow = s.keyrow.data();
-    // Stage W: every padded row (d, h) -> best over tw for each ow.
-    for (int64_t d = 0; d < Dp; ++d) {
-      for (int64_t h = 0; h < Hp; ++h) {
-        int32_t* __restrict rk = s.rk.data() + (d * Hp + h) * Wo;
-        int32_t* __restrict ri = s.ri.data() + (d * Hp + h) * Wo;
-        const int64_t rd = d - g.pD, rh = h - g.pH;
-        if (rd < 0 || rd >= g.D || rh < 0 || rh >= g.H) {
-          std::fill(rk, rk + Wo, kPadKey);
-          std::fill(ri, ri + Wo, 0);
-          continue;
-        }
-        const M* __restrict xr = xp + rd * HW + rh * g.W;
-        int32_t* __restrict kr = keyrow + g.pW;
-        for (int64_t w = 0; w < g.W; ++w) kr[w] = Key<T>(xr[w]);
-        if (g.sW == 1) {
-          for (int64_t ow = 0; ow < Wo; ++ow) {
-            rk[ow] = keyrow[ow];
-            ri[ow] = 0;
-          }
-          for (int32_t tw = 1; tw < int32_t(g.kW); ++tw) {
-            const int32_t* __restrict kt = keyrow + tw;
-            for (int64_t ow = 0; ow < Wo; ++ow) {
-              TakeIfGreater(kt[ow], tw, rk[ow], ri[ow]);
-            }
-          }
-        } else {
-          for (int64_t ow = 0; ow < Wo; ++ow) {
-            const int32_t* kt = keyrow + ow * g.sW;
-            int32_t best = kt[0], bi = 0;
-            for (int32_t tw = 1; tw < int32_t(g.kW); ++tw)
-              TakeIfGreater(kt[tw], tw, best, bi);
-            rk[ow] = best;
-            ri[ow] = bi;
-          }
-        }
-      }
-    }
-    // Stage H: (d, oh) -> best over th; index = offset th * W + tw in the plane.
-    for (int64_t d = 0; d < Dp; ++d) {
-      for (int64_t oh = 0; oh < g.Ho; ++oh) {
-        int32_t* __restrict hk = s.hk.data() + (d * g.Ho + oh) * Wo;
-        int32_t* __restrict hi = s.hi.data() + (d * g.Ho + oh) * Wo;
-        const int32_t* __restrict rk0 = s.rk.data() + (d * Hp + oh * g.sH) * Wo;
-        const int32_t* __restrict ri0 = s.ri.data() + (d * Hp + oh * g.sH) * Wo;
-        for (int64_t ow = 0; ow < Wo; ++ow) {
-          hk[ow] = rk0[ow];
-          hi[ow] = ri0[ow];
-        }
-        for (int32_t th = 1; th < int32_t(g.kH); ++th) {
-          const int32_t* __restrict rk = rk0 + th * Wo;
-          const int32_t* __restrict ri = ri0 + th * Wo;
-          const int32_t base = th * int32_t(g.W);
-          for (int64_t ow = 0; ow < Wo; ++ow) {
-            TakeIfGreater(rk[ow], base + ri[ow], hk[ow], hi[ow]);
-          }
-        }
-      }
-    }
-    // Stage D (index += td * H * W) and the scatter.
-    int32_t* __restrict dk = s.dk.data();
-    int32_t* __restrict di = s.di.data();
+    s.keyrow.assign(std::max(Wp, L * g.sW + g.sW), kPadKey);
+    s.phases.resize(std::min(g.sW, g.kW) * L);
+    s.rk.resize(Hp * g.Wo);
+    s.ri.resize(Hp * g.Wo);
+    s.hk.resize(Dp * HoWo);
+    s.hi.resize(Dp * HoWo);
+    s.dk.resize(HoWo);
+    s.di.resize(HoWo);
+    s.pos.resize(g.Wo);
+    for (int64_t d = 0; d < Dp; ++d)
+      StageWH<T>(g, xp, d, s, s.hk.data() + d * HoWo, s.hi.data() + d * HoWo);
+    // Stage D (index += td * H * W) and the scatter, one output depth at a time.
+    int32_t* dk = s.dk.data();
+    int32_t* di = s.di.data();
     for (int64_t od = 0; od < g.Do; ++od) {
-      for (int64_t oh = 0; oh < g.Ho; ++oh) {
-        const int64_t at = (od * g.sD * g.Ho + oh) * Wo;
-        for (int64_t ow = 0; ow < Wo; ++ow) {
-          dk[ow] = s.hk[at + ow];
-          di[ow] = s.hi[at + ow];
-        }
-        for (int32_t td = 1; td < int32_t(g.kD); ++td) {
-          const int32_t* __restrict hk = s.hk.data() + at + td * g.Ho * Wo;
-          const int32_t* __restrict hi = s.hi.data() + at + td * g.Ho * Wo;
-          const int32_t base = td * int32_t(HW);
-          for (int64_t ow = 0; ow < Wo; ++ow) {
-            TakeIfGreater(hk[ow], base + hi[ow], dk[ow], di[ow]);
-          }
-        }
-        const M* yr = yp + od * HoWo + oh * Wo;
-        const M* gr = gp + od * HoWo + oh * Wo;
-        const int64_t d0 = od * g.sD - g.pD, h0 = oh * g.sH - g.pH;
-        for (int64_t ow = 0; ow < Wo; ++ow) {
-          if (dk[ow] == kPadKey) continue;  // the window sees only padding
-          const int64_t w0 = ow * g.sW - g.pW;
-          const int64_t pos = d0 * HW + h0 * g.W + w0 + di[ow];
-          if (EqMask<T>(xp[pos], yr[ow])) {
-            acc[pos] += T::ToF32(gr[ow]);
-            continue;
-          }
-          // Rare: scan the window directly for the first tap equal to y.
-          int64_t td_lo, td_hi, th_lo, th_hi, tw_lo, tw_hi;
-          TapRange(d0, g.kD, g.D, &td_lo, &td_hi);
-          TapRange(h0, g.kH, g.H, &th_lo, &th_hi);
-          TapRange(w0, g.kW, g.W, &tw_lo, &tw_hi);
-          for (int64_t td = td_lo; td < td_hi; ++td)
-            for (int64_t th = th_lo; th < th_hi; ++th)
-              for (int64_t tw = tw_lo; tw < tw_hi; ++tw) {
-                const int64_t q = (d0 + td) * HW + (h0 + th) * g.W + w0 + tw;
-                if (EqMask<T>(xp[q], yr[ow])) {
-                  acc[q] += T::ToF32(gr[ow]);
-                  goto done;
-                }
-              }
-        done:;
-        }
-      }
+      const int32_t* hk0 = s.hk.data() + od * g.sD * HoWo;
+      const int32_t* hi0 = s.hi.data() + od * g.sD * HoWo;
+      ReduceRows(hk0, hi0, HoWo, g.kD, int32_t(HW), dk, di, HoWo);
+      ScatterSlice<T>(g, xp, y + p * ODHW + od * HoWo,
+                      go + p * ODHW + od * HoWo, dk, di, od, s.pos.data(),
+                      acc);
     }
     if constexpr (!kF32) {
       for (int64_t i = 0; i < DHW; ++i) dp[i] = T::FromF32(acc[i]);
@@ -785,10 +920,12 @@ void GenericStrided(const Geom& g, const typename T::M* x,
 // Asks Linux to back the result with 2 MiB pages. A large result is usually
 // a fresh mmap that XLA never touched: faulting it in 4 KiB at a time costs
 // about as much as the kernel itself. Advice only: contents are unchanged.
+// Only from 32 MiB, glibc's largest mmap threshold: a buffer that size is its
+// own mapping, never a piece of a heap arena whose mappings advice would split.
 void AdviseHugePages(void* p, size_t bytes) {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
   constexpr uintptr_t kHuge = uintptr_t{2} << 20;
-  if (bytes < 4 * kHuge) return;
+  if (bytes < 16 * kHuge) return;
   uintptr_t lo = (reinterpret_cast<uintptr_t>(p) + kHuge - 1) & ~(kHuge - 1);
   uintptr_t hi = (reinterpret_cast<uintptr_t>(p) + bytes) & ~(kHuge - 1);
   if (hi > lo) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_HUGEPAGE);
@@ -810,7 +947,12 @@ void Dispatch(const Geom& g, const void* x, const void* y, const void* go,
     if (g.overlap) return NdhwcOverlap<T>(g, xm, ym, gm, dm);
     return NdhwcNoOverlap<T>(g, xm, ym, gm, dm);
   }
-  if (g.overlap) return NcdhwOverlap<T>(g, xm, ym, gm, dm);
+  if (g.overlap) {
+    // The separable search keeps positions in a plane as int32.
+    if (g.D * g.H * g.W < (int64_t{1} << 31) - (g.H + 1) * g.W)
+      return NcdhwOverlap<T>(g, xm, ym, gm, dm);
+    return GenericStrided<T>(g, xm, ym, gm, dm);
+  }
   if (g.sW == g.kW) {
     if (g.kW == 1) return NcdhwNoOverlap<T, 1>(g, xm, ym, gm, dm);
     if (g.kW == 2) return NcdhwNoOverlap<T, 2>(g, xm, ym, gm, dm);
