@@ -120,6 +120,12 @@ def process_chunk(chunk: Chunk, name: str, args: argparse.Namespace, report: Rew
             pm.run(module.operation)
         except ir.MLIRError as error:
             raise UserError(_diagnostic_line(error, name)) from None
+        except Exception as error:  # a binding that fails to lower, or a bug: one line, no traceback
+            first_line = (str(error).strip().splitlines() or [""])[0]
+            raise UserError(
+                f"{name}: error: the pass failed ({type(error).__name__}: {first_line}); "
+                f"reproduce with: {PROG} {name} --target={args.target}"
+            ) from None
         return module.operation.get_asm(enable_debug_info=args.print_debuginfo)
 
 
