@@ -38,6 +38,14 @@ def max_pool(x):
     return lax.reduce_window(x, -jnp.inf, lax.max, (1, 1, 3, 3, 3), (1, 1, 2, 2, 2), ((0, 0), (0, 0), (1, 1), (1, 1), (1, 1)))
 
 
+def max_pool_2d(x):  # NCHW: the pass reshapes to (B, C, 1, H, W) around the kernel
+    return lax.reduce_window(x, -jnp.inf, lax.max, (1, 1, 2, 2), (1, 1, 2, 2), "VALID")
+
+
+def pool_2d_grad(x):
+    return jax.grad(lambda x: jnp.sum(max_pool_2d(x) ** 2))(x)
+
+
 def pool_grad(x):
     return jax.grad(lambda x: jnp.sum(max_pool(jax.nn.relu(x)) ** 2))(x)
 
@@ -106,6 +114,9 @@ def main() -> int:
     # Channel sharding on a 2-D mesh: batch over "data", channels over "model".
     xc = jax.device_put(x, NamedSharding(grid, P("data", "model")))
     results.append(compare("pool_grad_batch_and_channel_sharded", jax.jit(pool_grad), pool3d_pass.jit(pool_grad), xc))
+    x2 = jax.device_put(x.reshape(8, 8, 16, 32), batch)
+    results.append(compare("pool_2d_grad_batch_sharded_through_reshapes", jax.jit(pool_2d_grad),
+                           pool3d_pass.jit(pool_2d_grad), x2))
     xo = jax.device_put(x, NamedSharding(line, P(None, "data")))
     results.append(compare("pool_grad_channel_sharded", jax.jit(pool_grad), pool3d_pass.jit(pool_grad), xo))
     # Spatial sharding: windows cross shard borders; the pass must make D whole first.

@@ -25,6 +25,7 @@ COMMUNICATION_FREE = [
     "pool_grad_batch_sharded_device_put",
     "pool_grad_batch_and_channel_sharded",
     "pool_grad_channel_sharded",
+    "pool_2d_grad_batch_sharded_through_reshapes",
 ]
 ALL_CASES = [*COMMUNICATION_FREE, "pool_grad_spatially_sharded"]
 
