@@ -41,7 +41,9 @@ def i64_array(op: ir.OpView, name: str, default: Sequence[int]) -> tuple[int, ..
     attributes = op.attributes
     if name not in attributes:
         return tuple(default)
-    return tuple(attributes[name])
+    array = attributes[name]
+    # Indexing is ~4x faster than the bindings' iterator protocol; the pass does this a lot.
+    return tuple(map(array.__getitem__, range(len(array))))
 
 
 def padding_pairs(op: ir.OpView, rank: int) -> tuple[tuple[int, int], ...]:
