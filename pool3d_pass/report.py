@@ -35,6 +35,7 @@ class RewriteReport:
     rewritten: int = 0
     forward_reused: int = 0
     forward_inserted: int = 0
+    bound: int = 0  # neutral calls of an earlier run bound to a platform
     missed: list[Miss] = field(default_factory=list)
     rewrites: list[Rewrite] = field(default_factory=list)
     events: list[Rewrite | Miss] = field(default_factory=list)  # both, in the order met
@@ -48,6 +49,7 @@ class RewriteReport:
         self.rewritten += other.rewritten
         self.forward_reused += other.forward_reused
         self.forward_inserted += other.forward_inserted
+        self.bound += other.bound
         self.missed.extend(other.missed)
         self.rewrites.extend(other.rewrites)
         self.events.extend(other.events)
@@ -57,8 +59,9 @@ class RewriteReport:
         return [event.remark() for event in self.events]
 
     def __str__(self) -> str:
-        return (
+        text = (
             f"pool3d: {self.candidates} select_and_scatter found, {self.rewritten} rewritten, "
             f"{len(self.missed)} missed (forward max-pool reused {self.forward_reused}, "
             f"inserted {self.forward_inserted})"
         )
+        return text + (f", {self.bound} neutral call(s) bound" if self.bound else "")

@@ -79,13 +79,17 @@ def test_cpu_binding_is_spliced_and_matches_the_original(name):
 
 
 def test_platform_without_binding_gets_no_rewrite_and_a_reason():
+    from jaxlib.mlir import ir
+
+    from pool3d_pass.ir_context import make_context
+
     text = fixture_text("jax_ncdhw_k3s2_p1_f32")
-    unchanged, _ = pool3d_pass.rewrite_text(text, target="neutral-free-platform-x")
-    # Compare against a plain round trip: nothing but printing may differ.
-    round_trip, none = pool3d_pass.rewrite_text(text, target="no-such-platform")
-    assert unchanged == round_trip and TARGET_NAME not in unchanged
-    assert none.rewritten == 0 and none.candidates == 1
-    assert none.missed[0].reason == "no pool3d binding for platform 'no-such-platform'; nothing is rewritten there"
+    unchanged, report = pool3d_pass.rewrite_text(text, target="no-such-platform")
+    with make_context():
+        round_trip = str(ir.Module.parse(text))  # what parsing and printing alone give
+    assert unchanged == round_trip
+    assert report.rewritten == 0 and report.candidates == 1
+    assert report.missed[0].reason == "no pool3d binding for platform 'no-such-platform'; nothing is rewritten there"
 
 
 def test_binding_preconditions_refuse_with_a_remark(monkeypatch):
@@ -141,3 +145,23 @@ def test_neuron_binding_produces_the_nki_custom_call():
     rewritten, report = pool3d_pass.rewrite_text(fixture_text("jax_ncdhw_k3s2_p1_f32"), target="neuron")
     assert report.rewritten == 1
     assert "AwsNeuronCustomNativeKernel" in rewritten
+
+
+@pytest.mark.parametrize("target", ["cpu", "reference"])
+def test_neutral_calls_of_an_earlier_run_are_bound_later(target):
+    text = fixture_text("flax_linen_cnn3d_grad_params_and_input_f32")
+    neutral, first = pool3d_pass.rewrite_text(text)
+    bound, second = pool3d_pass.rewrite_text(neutral, target=target)
+    again, third = pool3d_pass.rewrite_text(bound, target=target)
+
+    assert first.rewritten == 2 and (second.candidates, second.bound) == (0, 2)
+    assert "api_version = 4" not in bound  # no neutral call is left
+    assert (third.bound, third.rewritten) == (0, 0) and again == bound
+    assert_same_results(text, bound, ENTRIES["flax_linen_cnn3d_grad_params_and_input_f32"])
+
+
+def test_neutral_call_without_binding_stays_with_a_reason():
+    neutral, _ = pool3d_pass.rewrite_text(fixture_text("jax_ncdhw_k3s2_p1_f32"))
+    unchanged, report = pool3d_pass.rewrite_text(neutral, target="no-such-platform")
+    assert unchanged == neutral and report.bound == 0
+    assert [m.reason for m in report.missed] == ["neutral call left unbound: no pool3d binding for platform 'no-such-platform'"]

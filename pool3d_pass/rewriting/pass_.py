@@ -1,6 +1,6 @@
 """The pool3d MLIR pass: Python rewrite patterns applied by a Python-defined pass.
 
-Two patterns, applied by `walk_and_apply_patterns` (a single walk, no folding,
+Three patterns, applied by `walk_and_apply_patterns` (a single walk, no folding,
 no dead-code elimination, so nothing the pass did not mean to touch changes):
 
 * on `stablehlo.select_and_scatter`: match a max-pool gradient and replace it
@@ -10,7 +10,10 @@ no dead-code elimination, so nothing the pass did not mean to touch changes):
   pad of the new gradient, remembered here, and
 * on `stablehlo.slice`: a slice that exactly undoes one of those remembered
   pads is folded away together with the pad and, once unused, the original
-  -inf pad.
+  -inf pad;
+* on `stablehlo.custom_call`, only with a platform target: a neutral call left
+  by an earlier run (`pool3d-opt` with the default target) is bound to the
+  platform's binding, so neutral IR can be bound later.
 
 The pass runs in any PassManager next to upstream passes (`add_pass`), or
 directly on a module (`rewrite`) or on text (`rewrite_text`).
@@ -30,6 +33,7 @@ from pool3d_pass.ir_context import make_context
 from pool3d_pass.matching import NoMatch, match_pool_gradient
 from pool3d_pass.matching import ir_utils as u
 from pool3d_pass.matching.forward import find_forward_output
+from pool3d_pass.matching.neutral_call import read_neutral_call
 from pool3d_pass.report import Miss, Rewrite, RewriteReport
 from pool3d_pass.rewriting.max_pool_backward import build_replacement
 from pool3d_pass.rewriting.splice import call_binding
@@ -61,6 +65,8 @@ class _PassRun:
         patterns = mlir_rewrite.RewritePatternSet()
         patterns.add(stablehlo.SelectAndScatterOp, self.rewrite_pool_gradient)
         patterns.add(stablehlo.SliceOp, self.fold_slice_of_created_pad)
+        if self.target != NEUTRAL:
+            patterns.add(stablehlo.CustomCallOp, self.bind_neutral_call)
         return patterns.freeze()
 
     def rewrite_pool_gradient(self, op: ir.OpView, rewriter) -> bool:
@@ -93,6 +99,39 @@ class _PassRun:
         rewriter.replace_op(op, [grad_input])
         _erase_if_unused(rewriter, match.pad)
         _erase_if_unused(rewriter, u.defining_op(match.zero))
+        return _MATCHED
+
+    def bind_neutral_call(self, op: ir.OpView, rewriter) -> bool:
+        call = read_neutral_call(op)
+        if call is None:
+            return _NO_MATCH
+        dtypes = [str(ir.ShapedType(v.type).element_type) for v in op.operands]
+        signature = CallSignature(*dtypes, call.kernel_size, call.stride, call.padding, call.data_format, call.output_format)
+        location = u.format_location(op.location, self.filename)
+        reason = None
+        if self.binding is None:
+            reason = f"no pool3d binding for platform '{self.target}'"
+        elif (reason := self.binding.unsupported(signature)) is None and self.mesh is not None and self.binding.partitioned_function_path is None:
+            reason = f"{self.target} binding cannot be partitioned over {self.mesh.size} devices"
+        if reason is not None:
+            self.report.add(Miss(location, f"neutral call left unbound: {reason}"))
+            return _NO_MATCH
+        with ir.InsertionPoint(op.operation), op.location:
+            grad_input = call_binding(
+                self.binding,
+                grad_output=op.operands[0],
+                input=op.operands[1],
+                output=op.operands[2],
+                kernel_size=call.kernel_size,
+                stride=call.stride,
+                padding=call.padding,
+                data_format=call.data_format,
+                output_format=call.output_format,
+                mesh=self.mesh,
+            )
+        rewriter.replace_op(op, [grad_input])
+        self.report.bound += 1
+        self.report.add(Rewrite(location, f"neutral call bound to the {self.target} binding"))
         return _MATCHED
 
     def kernel_call(self, match) -> dict:

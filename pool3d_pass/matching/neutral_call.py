@@ -1,0 +1,51 @@
+"""Recognise the contract's neutral call, so a later run can bind it to a platform.
+
+`pool3d-opt` (target neutral) leaves `custom_call @pool3d.max_pooling_3d_backward`
+with `api_version = 4` and its attributes in `backend_config`. Running the
+pass again with `--target=P` splices P's binding in its place. A call already
+bound (the CPU binding's own call has `api_version = 1` and
+`mhlo.backend_config`, the spelling of `jax.ffi.ffi_call`) is not neutral.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from jaxlib.mlir import ir
+
+from pool3d_pass.contract import API_VERSION_TYPED_FFI, ATTRIBUTE_NAMES, TARGET_NAME
+
+
+@dataclass(frozen=True)
+class NeutralCall:
+    kernel_size: tuple[int, ...]
+    stride: tuple[int, ...]
+    padding: tuple[int, ...]
+    data_format: str
+    output_format: str
+
+
+def read_neutral_call(op: ir.OpView) -> NeutralCall | None:
+    """The contract attributes of `op` if it is an unbound neutral call, else None."""
+    attributes = op.attributes
+    if ir.StringAttr(attributes["call_target_name"]).value != TARGET_NAME:
+        return None
+    if "api_version" not in attributes or ir.IntegerAttr(attributes["api_version"]).value != API_VERSION_TYPED_FFI:
+        return None
+    config = attributes["backend_config"] if "backend_config" in attributes else None
+    if not isinstance(config, ir.DictAttr) or any(name not in config for name in ATTRIBUTE_NAMES):
+        return None
+    if len(op.operands) != 3 or len(op.results) != 1:
+        return None
+
+    def triple(name):
+        return tuple(int(v) for v in np.asarray(config[name]).reshape(-1))
+
+    return NeutralCall(
+        kernel_size=triple("kernel_size"),
+        stride=triple("stride"),
+        padding=triple("padding"),
+        data_format=ir.StringAttr(config["data_format"]).value,
+        output_format=ir.StringAttr(config["output_format"]).value,
+    )
