@@ -462,3 +462,65 @@ def test_separable_first_max_with_ties_zeros_and_infinities(dtype, case):
         # (f32 sums several f32 terms; bf16 is rounded once from f32).
         rtol = 1e-6 if dtype == "f32" else 2 * HALF_ULP[dtype]
         np.testing.assert_allclose(ours, exact, rtol=rtol, atol=1e-6, err_msg=kind)
+
+
+# Overlapping NDHWC geometries aimed at its separable search (depth first,
+# then W, then H, vectorised across channels, ties broken by tap order):
+# channel counts that are not a multiple of the vector width (C = 1, 5, 13),
+# W strides 1..3, channel blocks (C = 40 is split when two threads run),
+# kD = 1 and kW = 1, windows larger than the input (kH > H, kW > W), and for
+# the half types' f32 accumulator, which slides along D: long D, and depths
+# no window reaches (sD > kD, and past the last window).
+SEPARABLE_NDHWC = [
+    ((1, 1, 5, 6, 7), (3, 3, 3), (1, 1, 1), (1, 1, 1)),
+    ((2, 5, 4, 7, 9), (2, 3, 2), (2, 1, 3), (0, 1, 1)),
+    ((1, 13, 6, 5, 11), (3, 2, 4), (3, 2, 1), (1, 0, 2)),
+    ((1, 40, 3, 4, 6), (3, 3, 3), (2, 1, 2), (1, 1, 1)),
+    ((1, 3, 2, 2, 3), (3, 4, 5), (1, 1, 1), (1, 1, 1)),
+    ((1, 8, 5, 6, 6), (1, 3, 3), (1, 1, 2), (0, 1, 1)),
+    ((1, 9, 6, 6, 5), (3, 3, 1), (1, 2, 1), (1, 1, 0)),
+    ((1, 6, 12, 4, 5), (2, 3, 3), (1, 1, 2), (0, 1, 1)),
+    ((1, 4, 11, 4, 5), (2, 2, 3), (4, 1, 1), (1, 0, 1)),
+]
+
+
+@pytest.mark.parametrize("dtype", ["f32", "bf16", "f16"])
+@pytest.mark.parametrize("case", SEPARABLE_NDHWC, ids=lambda c: f"{c[0]}-k{c[1]}-s{c[2]}-p{c[3]}")
+def test_ndhwc_separable_first_max_with_ties_zeros_and_infinities(dtype, case):
+    shape, k, s, p = case
+    for kind in ("ints", "const", "randn"):
+        xv = np.asarray(make_input(kind, _shape("NDHWC", *shape), jnp.float32)).copy()
+        if kind == "ints":
+            flat = xv.reshape(-1)
+            flat[flat == 0] = np.where(np.arange((flat == 0).sum()) % 2, 0.0, -0.0)
+            flat[::11] = -np.inf
+        x = jnp.asarray(xv).astype(DTYPES[dtype])
+        y, g, _ = xla_forward_and_grad(x, 5, "NDHWC", k, s, p)
+        out = kernel_all_thread_counts(g, x, y, k, s, p, "NDHWC")
+        exact = contract_reference(g, x, y, k, s, p, "NDHWC")
+        ours = np.asarray(out.astype(jnp.float32), np.float64)
+        rtol = 1e-6 if dtype == "f32" else 2 * HALF_ULP[dtype]
+        np.testing.assert_allclose(ours, exact, rtol=rtol, atol=1e-6, err_msg=kind)
+
+
+@pytest.mark.parametrize("stride", [1, 2, 3])
+def test_ndhwc_ties_across_the_separable_stages(stride):
+    # In every channel two taps of the first window hold the maximum 5; the
+    # rest is below it. Reducing over depth first sees them in a different
+    # order than row-major (d, h, w): only the first in row-major order may
+    # win, e.g. (0, 1, 1) over (1, 0, 0), and (0, 0, 2) over (1, 0, 0).
+    k, C = (2, 2, 3), 37
+    s = (1, 1, stride)  # W windows overlap for every stride < 3 ...
+    shape = (1, 2, 2, 3 + 3 * stride, C)  # ... and kD, kH > sD, sH anyway
+    rs = np.random.RandomState(stride)
+    xv = rs.uniform(-4.0, 4.0, size=shape).astype(np.float32)
+    taps = list(itertools.product(range(2), range(2), range(3)))
+    for c in range(C):
+        a, b = rs.choice(len(taps), size=2, replace=False)
+        for t in (taps[a], taps[b]):
+            xv[(0,) + t + (c,)] = 5.0
+    x = jnp.asarray(xv)
+    y, g, _ = xla_forward_and_grad(x, 8, "NDHWC", k, s, (0, 0, 0))
+    out = kernel_all_thread_counts(g, x, y, k, s, (0, 0, 0), "NDHWC")
+    exact = contract_reference(g, x, y, k, s, (0, 0, 0), "NDHWC")
+    np.testing.assert_allclose(np.asarray(out), exact, rtol=1e-6, atol=1e-6)

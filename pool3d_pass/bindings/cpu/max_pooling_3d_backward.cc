@@ -15,12 +15,13 @@
 // non-overlapping case (no separate zeroing pass), works on raw bit patterns
 // (no conversions outside the accumulating paths), vectorises across W
 // (NCDHW) or C (NDHWC), and splits the work over up to 8 threads so that no
-// two threads ever write the same element. Overlapping NCDHW windows use a
-// separable first-max search (O(kD + kH + kW) per window) whose few hot
-// loops are also compiled for AVX2 (target_clones, picked at load time). A
-// large result buffer is advised to use 2 MiB pages (madvise), because
-// first-touch page faults on a fresh 4 KiB-paged buffer cost about as much
-// as the kernel.
+// two threads ever write the same element. Overlapping windows use a
+// separable first-max search (O(kD + kH + kW) per window; NCDHW reduces W,
+// H, then D per plane, NDHWC reduces D, W, then H across a block of
+// channels) whose hot loops are also compiled for AVX2 (target_clones,
+// picked at load time). A large result buffer is advised to use 2 MiB pages
+// (madvise), because first-touch page faults on a fresh 4 KiB-paged buffer
+// cost about as much as the kernel.
 //
 // Every shape, dtype or attribute that disagrees with the contract is
 // rejected with ffi::Error::InvalidArgument naming the offending value.
@@ -39,6 +40,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #if defined(__linux__)
@@ -449,22 +451,93 @@ POOL3D_HOT void MaxFirstIdx(const int32_t* __restrict k0,
   }
 }
 
-// key/idx[i] = first maximum over rows t < k of candidate keys
-// cand[t * stride + i] with indices cand_idx[t * stride + i] + t * step.
+// The first three steps at once, taps 0, 1, 2 (k = 3 is the common window):
+// the running maximum stays in registers instead of making three passes.
+POOL3D_HOT void MaxFirst3Const(const int32_t* __restrict c0,
+                               const int32_t* __restrict c1,
+                               const int32_t* __restrict c2,
+                               int32_t* __restrict key,
+                               int32_t* __restrict idx, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    int32_t k = c0[i], t = 0;
+    TakeIfGreater(c1[i], 1, k, t);
+    TakeIfGreater(c2[i], 2, k, t);
+    key[i] = k;
+    idx[i] = t;
+  }
+}
+
+// The same for rows with indices: (k0, i0), (k1, i1 + step),
+// (k2, i2 + 2 * step).
+POOL3D_HOT void MaxFirst3Idx(const int32_t* __restrict k0,
+                             const int32_t* __restrict i0,
+                             const int32_t* __restrict k1,
+                             const int32_t* __restrict i1,
+                             const int32_t* __restrict k2,
+                             const int32_t* __restrict i2, int32_t step,
+                             int32_t* __restrict key, int32_t* __restrict idx,
+                             int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    int32_t k = k0[i], t = i0[i];
+    TakeIfGreater(k1[i], i1[i] + step, k, t);
+    TakeIfGreater(k2[i], i2[i] + 2 * step, k, t);
+    key[i] = k;
+    idx[i] = t;
+  }
+}
+
+// key/idx[i] = first maximum over rows t < k of candidate keys, where
+// row(t) returns the pair (keys, indices) of row t and the indices of row t
+// count t * step extra.
+template <class Row>
+void ReduceRowsBy(Row row, int64_t k, int32_t step, int32_t* key,
+                  int32_t* idx, int64_t n) {
+  if (k == 1) {
+    std::copy(row(0).first, row(0).first + n, key);
+    std::copy(row(0).second, row(0).second + n, idx);
+    return;
+  }
+  int64_t t = 2;
+  if (k == 2) {
+    MaxFirstIdx(row(0).first, row(0).second, row(1).first, row(1).second,
+                step, key, idx, n);
+  } else {
+    MaxFirst3Idx(row(0).first, row(0).second, row(1).first, row(1).second,
+                 row(2).first, row(2).second, step, key, idx, n);
+    t = 3;
+  }
+  for (; t < k; ++t) {
+    MaxStepIdx(row(t).first, row(t).second, int32_t(t * step), key, idx, n);
+  }
+}
+
+// ReduceRowsBy over rows `stride` apart: cand[t * stride + i] with indices
+// cand_idx[t * stride + i] + t * step.
 void ReduceRows(const int32_t* cand, const int32_t* cand_idx, int64_t stride,
                 int64_t k, int32_t step, int32_t* key, int32_t* idx,
                 int64_t n) {
+  auto row = [&](int64_t t) {
+    return std::make_pair(cand + t * stride, cand_idx + t * stride);
+  };
+  ReduceRowsBy(row, k, step, key, idx, n);
+}
+
+// key/idx[i] = first maximum over taps t < k of tap(t)[i], and its tap t.
+template <class Tap>
+void ReduceTaps(Tap tap, int64_t k, int32_t* key, int32_t* idx, int64_t n) {
   if (k == 1) {
-    std::copy(cand, cand + n, key);
-    std::copy(cand_idx, cand_idx + n, idx);
+    std::copy(tap(0), tap(0) + n, key);
+    std::fill(idx, idx + n, 0);
     return;
   }
-  MaxFirstIdx(cand, cand_idx, cand + stride, cand_idx + stride, step, key,
-              idx, n);
-  for (int64_t t = 2; t < k; ++t) {
-    MaxStepIdx(cand + t * stride, cand_idx + t * stride, int32_t(t * step),
-               key, idx, n);
+  int64_t t = 2;
+  if (k == 2) {
+    MaxFirstConst(tap(0), tap(1), key, idx, n);
+  } else {
+    MaxFirst3Const(tap(0), tap(1), tap(2), key, idx, n);
+    t = 3;
   }
+  for (; t < k; ++t) MaxStepConst(tap(t), int32_t(t), key, idx, n);
 }
 
 POOL3D_HOT void KeysF32(const uint32_t* __restrict x, int32_t* __restrict k,
@@ -512,14 +585,7 @@ void StageW(const Geom& g, const typename T::M* xr, SepScratch<T>& s,
       for (int64_t j = 0; j < L; ++j) ph[j] = kr[j * g.sW];
     }
   }
-  if (g.kW == 1) {
-    std::copy(tap_row(0), tap_row(0) + Wo, rk);
-    std::fill(ri, ri + Wo, 0);
-    return;
-  }
-  MaxFirstConst(tap_row(0), tap_row(1), rk, ri, Wo);
-  for (int64_t tw = 2; tw < g.kW; ++tw)
-    MaxStepConst(tap_row(tw), int32_t(tw), rk, ri, Wo);
+  ReduceTaps(tap_row, g.kW, rk, ri, Wo);
 }
 
 // Stages W and H for padded depth slice d: hk/hi (Ho x Wo) = first maximum
@@ -556,10 +622,12 @@ void StageWH(const Geom& g, const typename T::M* xp, int64_t d,
 }
 
 // Rare path: the first tap of window (d0, h0, w0) whose input equals y.
+// Spatial position q lives at xp[q * step] and acc[(q - q0) * acc_step].
 template <class T>
 void ScanWindow(const Geom& g, const typename T::M* xp, float* acc,
                 int64_t d0, int64_t h0, int64_t w0, typename T::M yv,
-                float gv) {
+                float gv, int64_t step = 1, int64_t acc_step = 1,
+                int64_t q0 = 0) {
   const int64_t HW = g.H * g.W;
   int64_t td_lo, td_hi, th_lo, th_hi, tw_lo, tw_hi;
   TapRange(d0, g.kD, g.D, &td_lo, &td_hi);
@@ -569,8 +637,8 @@ void ScanWindow(const Geom& g, const typename T::M* xp, float* acc,
     for (int64_t th = th_lo; th < th_hi; ++th)
       for (int64_t tw = tw_lo; tw < tw_hi; ++tw) {
         const int64_t q = (d0 + td) * HW + (h0 + th) * g.W + w0 + tw;
-        if (EqMask<T>(xp[q], yv)) {
-          acc[q] += gv;
+        if (EqMask<T>(xp[q * step], yv)) {
+          acc[(q - q0) * acc_step] += gv;
           return;
         }
       }
@@ -757,6 +825,278 @@ void NdhwcNoOverlap(const Geom& g, const typename T::M* x,
   });
 }
 
+// ---------------------------------------------------------------------------
+// NDHWC input, NDHWC output, overlapping windows: a separable first-max
+// search like the NCDHW path's (same int32 keys, same check against
+// `output`, same tap-by-tap fallback), with a block of nc channels as the
+// vector dimension: every array below holds nc lanes per spatial position.
+// One work item is one (b, channel block); output depths are visited in
+// order, so every input element receives its contributions in the same
+// (od, oh, ow) order as a direct scan.
+//
+// The reduction runs D first, straight from the input: per output depth and
+// input row, the first maximum over td of each position, written into stride
+// phases (phase r holds padded positions r, r + sW, ...) so that tap tw of
+// all windows of a row is one contiguous run; then over tw, giving one
+// Wo x nc row per input row, kept in a ring of kH rows; then over th for each
+// output row. Only those few rows are live, so they stay in cache (the
+// slices of an H-first search do not, with C lanes per position). Because D
+// comes first, a tie is broken explicitly: each lane carries its winner's
+// tap code t = (td * Hr + th) * Wr + tw, with radices Hr = max(H, kH) and
+// Wr = max(W, kW) so that t grows in row-major tap order, and among equal
+// keys the smaller t wins: the first in row-major order. Usually Hr = H and
+// Wr = W, and t is then also the tap's offset from its window's origin.
+// ---------------------------------------------------------------------------
+
+struct ClScratch {
+  std::vector<float> acc;  // bf16/f16: the f32 accumulator (f32: dx itself)
+  std::vector<int32_t> pk, pt;  // one row's D maxima, in stride phases
+  std::vector<int32_t> rk, rt;  // ring of kH rows reduced over (td, tw)
+  std::vector<int32_t> wk, wt;  // one output row reduced over everything
+  std::vector<int32_t> off;     // where each lane of that row scatters
+};
+
+// Where (ck, ct) beats (k, t): a greater key, or an equal key at an earlier
+// tap. All as masks, so that the loops vectorise.
+inline void TakeIfFirst(int32_t ck, int32_t ct, int32_t& k, int32_t& t) {
+  const int32_t m = -int32_t(ck > k) | (-int32_t(ck == k) & -int32_t(ct < t));
+  k = (ck & m) | (k & ~m);
+  t = (ct & m) | (t & ~m);
+}
+
+// The first two steps at once: candidates (k0, t0) and (k1, t1 + add).
+POOL3D_HOT void MaxFirstTie(const int32_t* __restrict k0,
+                            const int32_t* __restrict t0,
+                            const int32_t* __restrict k1,
+                            const int32_t* __restrict t1, int32_t add,
+                            int32_t* __restrict k, int32_t* __restrict t,
+                            int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    int32_t kk = k0[i], tt = t0[i];
+    TakeIfFirst(k1[i], t1[i] + add, kk, tt);
+    k[i] = kk;
+    t[i] = tt;
+  }
+}
+
+// The first three steps at once: (k0, t0), (k1, t1 + add), (k2, t2 + 2 * add).
+POOL3D_HOT void MaxFirst3Tie(const int32_t* __restrict k0,
+                             const int32_t* __restrict t0,
+                             const int32_t* __restrict k1,
+                             const int32_t* __restrict t1,
+                             const int32_t* __restrict k2,
+                             const int32_t* __restrict t2, int32_t add,
+                             int32_t* __restrict k, int32_t* __restrict t,
+                             int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    int32_t kk = k0[i], tt = t0[i];
+    TakeIfFirst(k1[i], t1[i] + add, kk, tt);
+    TakeIfFirst(k2[i], t2[i] + 2 * add, kk, tt);
+    k[i] = kk;
+    t[i] = tt;
+  }
+}
+
+// One step over n lanes: candidates (ck, ct + add).
+POOL3D_HOT void MaxStepTie(const int32_t* __restrict ck,
+                           const int32_t* __restrict ct, int32_t add,
+                           int32_t* __restrict k, int32_t* __restrict t,
+                           int64_t n) {
+  for (int64_t i = 0; i < n; ++i) TakeIfFirst(ck[i], ct[i] + add, k[i], t[i]);
+}
+
+// key/tap[i] = first maximum over rows r < n_rows of row(r) = (keys, taps),
+// whose taps count r * step extra.
+template <class Row>
+void ReduceRowsTie(Row row, int64_t n_rows, int32_t step, int32_t* key,
+                   int32_t* tap, int64_t n) {
+  if (n_rows == 1) {
+    std::copy(row(0).first, row(0).first + n, key);
+    std::copy(row(0).second, row(0).second + n, tap);
+    return;
+  }
+  int64_t r = 2;
+  if (n_rows == 2) {
+    MaxFirstTie(row(0).first, row(0).second, row(1).first, row(1).second,
+                step, key, tap, n);
+  } else {
+    MaxFirst3Tie(row(0).first, row(0).second, row(1).first, row(1).second,
+                 row(2).first, row(2).second, step, key, tap, n);
+    r = 3;
+  }
+  for (; r < n_rows; ++r)
+    MaxStepTie(row(r).first, row(r).second, int32_t(r * step), key, tap, n);
+}
+
+// Stage D for npos positions of one input row: k/t[p * nc + c] = first
+// maximum over the nd real depth taps of Key(x[j * slice + p * x_step + c])
+// and its tap code t0 + j * t_step. Ascending j keeps the first of ties.
+// ND > 0 fixes nd == ND at compile time (the running maximum then stays in
+// registers); ND == 0 takes any nd.
+template <class T, int ND>
+POOL3D_HOT void DepthMax(const typename T::M* __restrict x, int64_t x_step,
+                         int64_t slice, int64_t nd, int32_t t0,
+                         int32_t t_step, int32_t* __restrict k,
+                         int32_t* __restrict t, int64_t npos, int64_t nc) {
+  for (int64_t p = 0; p < npos; ++p) {
+    const typename T::M* xp = x + p * x_step;
+    int32_t* kp = k + p * nc;
+    int32_t* tp = t + p * nc;
+    if constexpr (ND > 0) {
+      for (int64_t c = 0; c < nc; ++c) {
+        int32_t kk = Key<T>(xp[c]), tt = t0;
+        for (int j = 1; j < ND; ++j)
+          TakeIfGreater(Key<T>(xp[j * slice + c]), t0 + j * t_step, kk, tt);
+        kp[c] = kk;
+        tp[c] = tt;
+      }
+    } else {
+      for (int64_t c = 0; c < nc; ++c) {
+        kp[c] = Key<T>(xp[c]);
+        tp[c] = t0;
+      }
+      for (int64_t j = 1; j < nd; ++j) {
+        const typename T::M* xj = xp + j * slice;
+        const int32_t tj = t0 + int32_t(j) * t_step;
+        for (int64_t c = 0; c < nc; ++c)
+          TakeIfGreater(Key<T>(xj[c]), tj, kp[c], tp[c]);
+      }
+    }
+  }
+}
+
+// Stages D and W for input row rh, for windows starting at depth d0 whose
+// real depth taps are [td_lo, td_hi): rk/rt (Wo x nc) = first maximum over
+// (td, tw) and its tap number. xb: batch b at the block's channel c0.
+template <class T>
+void StageDWCl(const Geom& g, const typename T::M* xb, int64_t nc,
+               int64_t d0, int64_t td_lo, int64_t td_hi, int64_t rh,
+               ClScratch& s, int32_t* rk, int32_t* rt) {
+  const int64_t Hr = std::max(g.H, g.kH), Wr = std::max(g.W, g.kW);
+  const int64_t L = g.Wo + (g.kW - 1) / g.sW;  // positions per phase
+  const int64_t used = std::min(g.sW, g.kW);    // taps never reach the rest
+  const int64_t HWC = g.H * g.W * g.C;
+  const typename T::M* xr = xb + ((d0 + td_lo) * g.H + rh) * g.W * g.C;
+  for (int64_t r = 0; r < used; ++r) {  // padding lanes already hold kPadKey
+    // Phase r holds padded positions r + j * sW, j < L: input w = that - pW.
+    const int64_t j0 = std::max<int64_t>(0, (g.pW - r + g.sW - 1) / g.sW);
+    const int64_t j1 = std::min(L, (g.W + g.pW - r + g.sW - 1) / g.sW);
+    if (j1 > j0) {
+      const int64_t nd = td_hi - td_lo;
+      auto depth_max = nd == 1   ? DepthMax<T, 1>
+                       : nd == 2 ? DepthMax<T, 2>
+                       : nd == 3 ? DepthMax<T, 3>
+                                 : DepthMax<T, 0>;
+      depth_max(xr + (r + j0 * g.sW - g.pW) * g.C, g.sW * g.C, HWC, nd,
+                int32_t(td_lo * Hr * Wr), int32_t(Hr * Wr),
+                s.pk.data() + (r * L + j0) * nc,
+                s.pt.data() + (r * L + j0) * nc, j1 - j0, nc);
+    }
+  }
+  auto tap = [&](int64_t tw) {
+    const int64_t o = ((tw % g.sW) * L + tw / g.sW) * nc;
+    return std::make_pair(s.pk.data() + o, s.pt.data() + o);
+  };
+  ReduceRowsTie(tap, g.kW, 1, rk, rt, g.Wo * nc);
+}
+
+// For the Wo windows of one output row (lane i = ow * nc + c): off[i] = where
+// lane i sends its gradient, (ow * sW + offset of tap t[i]) * astride + c
+// relative to the row's origin in acc, or -1 when the separable winner is not
+// provably the contract's tap (its key differs from Key(y), or y is NaN).
+// y: the output row at channel c0 (positions C apart). Returns whether no
+// lane is -1.
+template <class T>
+POOL3D_HOT bool WinnerOffsetsCl(const Geom& g,
+                                const typename T::M* __restrict y,
+                                const int32_t* __restrict k,
+                                const int32_t* __restrict t, int64_t nc,
+                                int32_t astride, int32_t* __restrict off) {
+  const int64_t Hr = std::max(g.H, g.kH), Wr = std::max(g.W, g.kW);
+  const int32_t sW = int32_t(g.sW);
+  int32_t all_ok = -1;
+  for (int64_t ow = 0; ow < g.Wo; ++ow) {
+    for (int64_t c = 0; c < nc; ++c) {
+      const int64_t i = ow * nc + c;
+      const int32_t ky = Key<T>(y[ow * g.C + c]);
+      const int32_t ok = -int32_t(k[i] == ky) & -int32_t(ky != kNanKey);
+      const int32_t pos = int32_t(ow) * sW + t[i];
+      off[i] = ((pos * astride + int32_t(c)) & ok) | ~ok;
+      all_ok &= ok;
+    }
+  }
+  if (Hr == g.H && Wr == g.W) return all_ok != 0;
+  // A window larger than the input: the tap code is not the offset.
+  for (int64_t i = 0; i < g.Wo * nc; ++i) {
+    if (off[i] < 0) continue;
+    const int64_t td = t[i] / (Hr * Wr), th = t[i] / Wr % Hr, tw = t[i] % Wr;
+    const int64_t pos = i / nc * g.sW + (td * g.H + th) * g.W + tw;
+    off[i] = int32_t(pos * astride + i % nc);
+  }
+  return all_ok != 0;
+}
+
+// Adds grad_output of the Wo windows of output row (od, oh) to their winners
+// (off from WinnerOffsetsCl; all_ok: no lane is -1). acc holds spatial
+// position q of lane c, from depth acc_d on, at acc[(q - acc_d * H * W) *
+// astride + c]; xb, yr and gr point at channel c0. Windows are handled in
+// order, lanes being independent.
+template <class T>
+void ScatterRowCl(const Geom& g, const typename T::M* xb,
+                  const typename T::M* yr, const typename T::M* gr,
+                  const int32_t* off, bool all_ok, int64_t nc, int64_t od,
+                  int64_t oh, float* acc, int64_t acc_d, int64_t astride) {
+  const int64_t d0 = od * g.sD - g.pD, h0 = oh * g.sH - g.pH;
+  const int64_t origin = (((d0 - acc_d) * g.H + h0) * g.W - g.pW) * astride;
+  if (all_ok) {  // the common case, without the fallback in the loop
+    for (int64_t ow = 0; ow < g.Wo; ++ow) {
+      const typename T::M* gv = gr + ow * g.C;
+      const int32_t* o = off + ow * nc;
+      for (int64_t c = 0; c < nc; ++c) acc[origin + o[c]] += T::ToF32(gv[c]);
+    }
+    return;
+  }
+  for (int64_t ow = 0; ow < g.Wo; ++ow) {
+    const typename T::M* gv = gr + ow * g.C;
+    const int32_t* o = off + ow * nc;
+    for (int64_t c = 0; c < nc; ++c) {
+      if (o[c] >= 0) {
+        acc[origin + o[c]] += T::ToF32(gv[c]);
+      } else {
+        ScanWindow<T>(g, xb + c, acc + c, d0, h0, ow * g.sW - g.pW,
+                      yr[ow * g.C + c], T::ToF32(gv[c]), g.C, astride,
+                      acc_d * g.H * g.W);
+      }
+    }
+  }
+}
+
+// d[p * d_step + c] = a[p * nc + c] rounded to the element type, for npos
+// positions of nc lanes.
+template <class T>
+POOL3D_HOT void StoreRounded(const float* __restrict a, int64_t npos,
+                             int64_t nc, typename T::M* __restrict d,
+                             int64_t d_step) {
+  if (d_step == nc) {  // one contiguous run
+    for (int64_t i = 0; i < npos * nc; ++i) d[i] = T::FromF32(a[i]);
+    return;
+  }
+  for (int64_t p = 0; p < npos; ++p)
+    for (int64_t c = 0; c < nc; ++c)
+      d[p * d_step + c] = T::FromF32(a[p * nc + c]);
+}
+
+// Sets npos positions of nc lanes, `step` elements apart, to +0.
+template <class E>
+void ZeroLanes(E* p, int64_t npos, int64_t nc, int64_t step) {
+  if (step == nc) {
+    std::memset(p, 0, sizeof(E) * npos * nc);
+    return;
+  }
+  for (int64_t i = 0; i < npos; ++i)
+    std::memset(p + i * step, 0, sizeof(E) * nc);
+}
+
 template <class T>
 void NdhwcOverlap(const Geom& g, const typename T::M* x,
                   const typename T::M* y, const typename T::M* go,
@@ -767,15 +1107,19 @@ void NdhwcOverlap(const Geom& g, const typename T::M* x,
   const int64_t total = g.B * DHW * C;
   const int hint = ThreadCount(int64_t{1} << 20, total);
   int64_t nc_blk = ChannelBlock(C, g.B, hint);
+  // Half types accumulate in f32 depth slices [acc_d, acc_d + R) (acc_d
+  // slides forward); f32 accumulates in dx itself.
+  const int64_t HW = g.H * g.W;
+  const int64_t R = kF32 ? g.D : std::min(g.D, 2 * g.kD + g.sD);
   if (!kF32) {  // keep the per-thread f32 accumulator below ~64 MiB
-    while (nc_blk > 1 && DHW * nc_blk > (int64_t{1} << 24)) {
+    while (nc_blk > 1 && R * HW * nc_blk > (int64_t{1} << 24)) {
       nc_blk = (nc_blk + 1) / 2;
     }
   }
   const int64_t ncb = (C + nc_blk - 1) / nc_blk;
   const int64_t items = g.B * ncb;
-  ParallelFor<Scratch<T>>(items, ThreadCount(items, total), [&](int64_t item,
-                                                               Scratch<T>& s) {
+  ParallelFor<ClScratch>(items, ThreadCount(items, total), [&](int64_t item,
+                                                              ClScratch& s) {
     const int64_t cb = item % ncb, b = item / ncb;
     const int64_t c0 = cb * nc_blk, nc = std::min(nc_blk, C - c0);
     const M* xb = x + b * DHW * C + c0;
@@ -785,64 +1129,88 @@ void NdhwcOverlap(const Geom& g, const typename T::M* x,
     if constexpr (kF32) {
       acc = reinterpret_cast<float*>(db);
       astride = C;
-      if (nc == C) {
-        std::memset(db, 0, sizeof(M) * DHW * C);
-      } else {
-        for (int64_t i = 0; i < DHW; ++i)
-          std::memset(db + i * C, 0, sizeof(M) * nc);
-      }
     } else {
-      s.acc.assign(DHW * nc, 0.0f);
+      s.acc.resize(R * HW * nc);
       acc = s.acc.data();
       astride = nc;
     }
-    s.found.resize(nc);
-    s.gf.resize(nc);
-    M* __restrict found = s.found.data();
-    float* __restrict gf = s.gf.data();
+    // A depth slice of acc is zeroed just before the first window that
+    // reaches it and rounded into dx (half types) as soon as no later window
+    // can, so that it is still in cache at both ends. Depths [0, done) are
+    // final in dx, [done, zeroed) are live in acc; acc starts at depth acc_d.
+    int64_t zeroed = 0, done = 0, acc_d = 0;
+    auto slice = [&](int64_t d) { return acc + (d - acc_d) * HW * astride; };
+    auto start_to = [&](int64_t d) {  // depths [zeroed, d) become live
+      d = std::min(d, g.D);
+      if constexpr (!kF32) {
+        if (d > acc_d + R) {  // slide: move the live slices to the front
+          std::memmove(acc, slice(done),
+                       sizeof(float) * (zeroed - done) * HW * nc);
+          acc_d = done;
+        }
+      }
+      if (d > zeroed) ZeroLanes(slice(zeroed), (d - zeroed) * HW, nc, astride);
+      zeroed = std::max(zeroed, d);
+    };
+    auto finish_to = [&](int64_t d) {  // depths [done, d) become final
+      d = std::min(d, g.D);
+      if constexpr (!kF32) {
+        const int64_t live = std::min(d, zeroed);
+        if (live > done) StoreRounded<T>(slice(done), (live - done) * HW, nc,
+                                         db + done * HW * C, C);
+      }
+      if (d > zeroed) {  // depths no window reaches: +0
+        ZeroLanes(db + zeroed * HW * C, (d - zeroed) * HW, nc, C);
+        zeroed = d;
+      }
+      done = std::max(done, d);
+    };
+    const int64_t row = g.Wo * nc;
+    const int64_t L = g.Wo + (g.kW - 1) / g.sW;
+    s.pk.assign(std::min(g.sW, g.kW) * L * nc, kPadKey);
+    s.pt.assign(s.pk.size(), 0);
+    s.rk.resize(g.kH * row);
+    s.rt.resize(g.kH * row);
+    s.wk.resize(row);
+    s.wt.resize(row);
+    s.off.resize(row);
     for (int64_t od = 0; od < g.Do; ++od) {
       const int64_t d0 = od * g.sD - g.pD;
       int64_t td_lo, td_hi;
       TapRange(d0, g.kD, g.D, &td_lo, &td_hi);
+      start_to(d0 + g.kD);
+      int64_t next = 0;  // the first padded row not yet in the ring
       for (int64_t oh = 0; oh < g.Ho; ++oh) {
-        const int64_t h0 = oh * g.sH - g.pH;
-        int64_t th_lo, th_hi;
-        TapRange(h0, g.kH, g.H, &th_lo, &th_hi);
-        for (int64_t ow = 0; ow < g.Wo; ++ow) {
-          const int64_t w0 = ow * g.sW - g.pW;
-          int64_t tw_lo, tw_hi;
-          TapRange(w0, g.kW, g.W, &tw_lo, &tw_hi);
-          const int64_t opos = ((b * g.Do + od) * g.Ho + oh) * g.Wo + ow;
-          const M* __restrict yv = y + opos * C + c0;
-          const M* __restrict gv = go + opos * C + c0;
-          for (int64_t c = 0; c < nc; ++c) {
-            gf[c] = T::ToF32(gv[c]);
-            found[c] = 0;
-          }
-          for (int64_t td = td_lo; td < td_hi; ++td) {
-            for (int64_t th = th_lo; th < th_hi; ++th) {
-              for (int64_t tw = tw_lo; tw < tw_hi; ++tw) {
-                const int64_t ipos =
-                    ((d0 + td) * g.H + (h0 + th)) * g.W + (w0 + tw);
-                const M* __restrict xv = xb + ipos * C;
-                float* __restrict av = acc + ipos * astride;
-                for (int64_t c = 0; c < nc; ++c) {
-                  M e = EqMask<T>(xv[c], yv[c]) & M(~found[c]);
-                  av[c] += MaskF32(gf[c], e);
-                  found[c] = M(found[c] | e);
-                }
-              }
-            }
+        // Stages D and W for the rows of this output row not yet in the ring
+        // (row h in slot h % kH).
+        const int64_t h_lo = oh * g.sH, h_hi = h_lo + g.kH;
+        for (int64_t h = std::max(next, h_lo); h < h_hi; ++h) {
+          int32_t* rk = s.rk.data() + (h % g.kH) * row;
+          int32_t* rt = s.rt.data() + (h % g.kH) * row;
+          const int64_t rh = h - g.pH;
+          if (rh < 0 || rh >= g.H || td_lo == td_hi) {  // only padding
+            std::fill(rk, rk + row, kPadKey);
+            std::fill(rt, rt + row, 0);
+          } else {
+            StageDWCl<T>(g, xb, nc, d0, td_lo, td_hi, rh, s, rk, rt);
           }
         }
+        next = h_hi;
+        // Stage H (tap code += th * Wr).
+        auto rows = [&](int64_t th) {
+          const int64_t o = ((h_lo + th) % g.kH) * row;
+          return std::make_pair(s.rk.data() + o, s.rt.data() + o);
+        };
+        ReduceRowsTie(rows, g.kH, int32_t(std::max(g.W, g.kW)), s.wk.data(),
+                      s.wt.data(), row);
+        const int64_t o = ((b * g.Do + od) * g.Ho + oh) * g.Wo * C + c0;
+        const bool all_ok = WinnerOffsetsCl<T>(
+            g, y + o, s.wk.data(), s.wt.data(), nc, int32_t(astride),
+            s.off.data());
+        ScatterRowCl<T>(g, xb, y + o, go + o, s.off.data(), all_ok, nc, od, oh,
+                        acc, acc_d, astride);
       }
-    }
-    if constexpr (!kF32) {
-      for (int64_t i = 0; i < DHW; ++i) {
-        const float* a = acc + i * nc;
-        M* d = db + i * C;
-        for (int64_t c = 0; c < nc; ++c) d[c] = T::FromF32(a[c]);
-      }
+      finish_to(od + 1 < g.Do ? d0 + g.sD : g.D);  // below the next window
     }
   });
 }
@@ -944,7 +1312,13 @@ void Dispatch(const Geom& g, const void* x, const void* y, const void* go,
   auto* dm = static_cast<M*>(dx);
   if (g.in_cl != g.out_cl) return GenericStrided<T>(g, xm, ym, gm, dm);
   if (g.in_cl) {
-    if (g.overlap) return NdhwcOverlap<T>(g, xm, ym, gm, dm);
+    // The separable search keeps tap codes and offsets within an output row
+    // as int32.
+    const int64_t Hr = std::max(g.H, g.kH), Wr = std::max(g.W, g.kW);
+    const int64_t row_span = (g.kD * Hr + g.kH) * Wr + g.Wo * g.sW + g.kW;
+    if (g.overlap && row_span * g.C < (int64_t{1} << 31))
+      return NdhwcOverlap<T>(g, xm, ym, gm, dm);
+    if (g.overlap) return GenericStrided<T>(g, xm, ym, gm, dm);
     return NdhwcNoOverlap<T>(g, xm, ym, gm, dm);
   }
   if (g.overlap) {
