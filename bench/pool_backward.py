@@ -13,6 +13,10 @@ For each case (shape, window, layout, dtype):
              indices (torch threads = the machine's cores); absent without torch.
 * floor      the fewest bytes the kernel-alone job must move (read x, y, g;
              write dx) divided by the copy bandwidth measured in the same run.
+* negate     `jax.jit(jnp.negative)(x)`: the cheapest XLA program that reads x
+             and writes a fresh result of dx's size. XLA allocates every
+             result anew, and first-touch page faults on it cost as much as
+             the copy itself: this is the floor as seen from inside XLA.
 
 2-D cases (NCHW) run the kernel on a unit depth axis (B, C, 1, H, W).
 All variants are timed interleaved (see timing.py); their results are compared
@@ -183,6 +187,7 @@ def run_case(case: Case, bandwidth_gb_s: float, *, repeats: int | None = None) -
         "xla": blocking(xla, x, g),
         "rewritten": blocking(rew, x, g),
         "kernel": blocking(kern, g5, x5, y5),
+        "negate": blocking(jax.jit(jnp.negative), x),
     }
     torch_run = None
     if torch is not None:
@@ -210,6 +215,7 @@ def run_case(case: Case, bandwidth_gb_s: float, *, repeats: int | None = None) -
             "kernel_vs_xla_speedup": ms["xla"] / ms["kernel"],
             "rewritten_vs_xla_speedup": ms["xla"] / ms["rewritten"],
             "floor_fraction": floor_ms / ms["kernel"],
+            "negate_fraction": ms["negate"] / ms["kernel"],
         }
         if "torch" in ms:
             out["kernel_vs_torch_speedup"] = ms["torch"] / ms["kernel"]

@@ -34,8 +34,8 @@ def _table(header, rows) -> list[str]:
 
 
 def pool_table(section: dict) -> list[str]:
-    header = ["case", "XLA ms", "rewritten ms", "kernel ms", "torch ms", "floor ms",
-              "kernel vs XLA", "rewritten vs XLA", "kernel vs torch", "floor fraction", "checks"]
+    header = ["case", "XLA ms", "rewritten ms", "kernel ms", "torch ms", "floor ms", "XLA -x ms",
+              "kernel vs XLA", "rewritten vs XLA", "kernel vs torch", "floor fraction", "-x fraction", "checks"]
     rows = []
     for c in section["cases"]:
         r = c["ratios_of_min"]
@@ -43,9 +43,10 @@ def pool_table(section: dict) -> list[str]:
         worst = max(diffs.values())
         check = f"calls={c['rewritten_kernel_calls']}, max abs diff={worst:.2g}"
         rows.append([c["case"], _ms(c["ms"]["xla"]), _ms(c["ms"]["rewritten"]), _ms(c["ms"]["kernel"]),
-                     _ms(c["ms"].get("torch")), f"{c['floor_ms']:.3g}",
+                     _ms(c["ms"].get("torch")), f"{c['floor_ms']:.3g}", _ms(c["ms"].get("negate")),
                      _x(r["kernel_vs_xla_speedup"]), _x(r["rewritten_vs_xla_speedup"]),
-                     _x(r.get("kernel_vs_torch_speedup")), f"{r['floor_fraction']:.2f}", check])
+                     _x(r.get("kernel_vs_torch_speedup")), f"{r['floor_fraction']:.2f}",
+                     f"{r['negate_fraction']:.2f}" if "negate_fraction" in r else "n/a", check])
     lines = _table(header, rows)
     if section.get("note"):
         lines.append(f"\nNote: {section['note']}")
