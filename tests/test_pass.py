@@ -131,3 +131,21 @@ def test_rewrite_does_not_touch_ir_it_does_not_own(context):
     before = str(module)
     report = pool3d_pass.rewrite(module)
     assert (report.candidates, str(module)) == (0, before)
+
+
+def test_rewrite_in_a_context_with_only_func_and_stablehlo():
+    # A user's own context: no sdy dialect, so no sharding rule, the call is complete anyway.
+    from jaxlib.mlir._mlir_libs import _jax_mlir_ext
+    from jaxlib.mlir.dialects import stablehlo
+
+    registry = ir.DialectRegistry()
+    _jax_mlir_ext.register_dialects(registry)
+    context = ir.Context()
+    context.append_dialect_registry(registry)
+    context.load_all_available_dialects()
+    stablehlo.register_dialect(context)
+    with context:
+        module = ir.Module.parse((FIXTURES / POSITIVE[0]["file"]).read_text())
+        report = pool3d_pass.rewrite(module)
+        assert report.rewritten == POSITIVE[0]["expected_pool_gradients"]
+        assert module.operation.verify() and "sdy.sharding_rule" not in str(module)

@@ -93,7 +93,9 @@ def build_max_pooling_3d_backward(
             output_format=output_format,
         ),
     )
-    if output_format == data_format:
+    # The rule is metadata for Shardy; a context without the sdy dialect (not
+    # JAX's, not ours) cannot hold it, and the call is complete without it.
+    if output_format == data_format and call.context.is_registered_operation("sdy.mesh"):
         call.attributes["sdy.sharding_rule"] = sharding_rule(
             ir.RankedTensorType(grad_output.type).shape, ir.RankedTensorType(input.type).shape, data_format
         )
