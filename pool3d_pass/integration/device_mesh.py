@@ -3,6 +3,8 @@
 The partitionable CPU binding decodes the shardings XLA's partitioner hands it
 against a `jax.sharding.Mesh`; that mesh must be the program's own: the axes
 of its (single) Shardy `sdy.mesh`, laid over the compile's device assignment.
+Anything else (no Shardy mesh, several, explicit device ids) is not read:
+the program is then compiled unrewritten.
 """
 
 from __future__ import annotations
@@ -35,9 +37,9 @@ def program_mesh(module: ir.Module, devices) -> "jax.sharding.Mesh | None":  # n
 
     devices = list(np.ravel(devices))
     candidates = {axes for axes in mesh_axes(module) if int(np.prod(axes[1])) == len(devices)}
-    if len(candidates) == 1:
-        names, sizes = candidates.pop()
-        return Mesh(np.array(devices, dtype=object).reshape(sizes), names)
-    if not mesh_axes(module):
-        return Mesh(np.array(devices, dtype=object), ("pool3d_devices",))
-    return None
+    if len(candidates) != 1:
+        # No Shardy mesh (e.g. jax_use_shardy_partitioner=False) or several:
+        # the shardings the partitioner hands over could not be decoded safely.
+        return None
+    names, sizes = candidates.pop()
+    return Mesh(np.array(devices, dtype=object).reshape(sizes), names)
