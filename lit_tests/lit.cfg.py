@@ -8,7 +8,7 @@ import lit.formats
 config.name = "pool3d_pass"
 config.test_format = lit.formats.ShTest(execute_external=False)
 config.suffixes = [".mlir", ".test"]
-config.excludes = ["lit.cfg.py", "Inputs"]
+config.excludes = ["lit.cfg.py"]
 config.test_source_root = os.path.dirname(__file__)
 config.environment["PATH"] = os.environ["PATH"]
 
