@@ -555,6 +555,18 @@ void Keys(const typename T::M* __restrict x, int32_t* __restrict k,
   }
 }
 
+// Splits a key row into its two stride phases: p0[j] = kr[2j], p1[j] =
+// kr[2j + 1] (sW == 2, the common strided case; one pass that vectorises,
+// where the general per-phase copy below is a scalar strided loop).
+POOL3D_HOT void SplitPhases2(const int32_t* __restrict kr,
+                             int32_t* __restrict p0, int32_t* __restrict p1,
+                             int64_t n) {
+  for (int64_t j = 0; j < n; ++j) {
+    p0[j] = kr[2 * j];
+    p1[j] = kr[2 * j + 1];
+  }
+}
+
 template <class T>
 struct SepScratch {
   std::vector<float> acc;
@@ -576,7 +588,10 @@ void StageW(const Geom& g, const typename T::M* xr, SepScratch<T>& s,
     const int64_t L = Wo + (g.kW - 1) / g.sW;
     return s.phases.data() + (tw % g.sW) * L + tw / g.sW;
   };
-  if (g.sW > 1) {
+  if (g.sW == 2 && g.kW >= 2) {
+    const int64_t L = Wo + (g.kW - 1) / 2;
+    SplitPhases2(keyrow, s.phases.data(), s.phases.data() + L, L);
+  } else if (g.sW > 1) {
     const int64_t L = Wo + (g.kW - 1) / g.sW;
     const int64_t phases = std::min(g.sW, g.kW);  // taps never reach the rest
     for (int64_t r = 0; r < phases; ++r) {
