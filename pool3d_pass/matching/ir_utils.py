@@ -11,13 +11,6 @@ from collections.abc import Sequence
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
-FLOAT_TYPES = {"f32": ir.F32Type, "bf16": ir.BF16Type, "f16": ir.F16Type}
-
-
-def element_type_name(type_: ir.Type) -> str:
-    return str(ir.ShapedType(type_).element_type)
-
-
 def static_ranked_shape(value: ir.Value) -> tuple[int, ...] | None:
     """The shape of a statically shaped ranked tensor value, else None."""
     if not isinstance(value.type, ir.RankedTensorType):

@@ -42,11 +42,6 @@ class PoolGradient:
     slice: ir.OpView | None  # the slice that undoes it
     element_type: ir.Type
 
-    @property
-    def replaced_value(self) -> ir.Value:
-        """The value whose uses receive the new gradient."""
-        return (self.slice or self.op).results[0]
-
 
 def _check_regions(op: ir.OpView) -> None:
     select_body = u.single_block_ops(op.regions[0])
