@@ -100,3 +100,27 @@ def test_training_step_through_enable(make_step):
     hlo = compiled.as_text()
     assert hlo.count(KERNEL) == 2 and "select-and-scatter" not in hlo
     assert_same(expected, got)
+
+
+def test_pool_gradients_inside_scan_and_cond():
+    # lax.scan lowers to a while loop, lax.cond to a case: the gradients sit in nested regions.
+    from jax import lax
+
+    def pool(x):
+        return lax.reduce_window(x, -jnp.inf, lax.max, (1, 1, 3, 3, 3), (1, 1, 1, 1, 1), ((0, 0), (0, 0), (1, 1), (1, 1), (1, 1)))
+
+    def step(x):
+        def body(carry, _):
+            carry = carry + 0.1 * jax.grad(lambda c: jnp.sum(pool(jax.nn.relu(c)) ** 2))(carry)
+            return carry, jnp.sum(carry)
+
+        carry, sums = lax.scan(body, x, None, length=3)
+        grad = lax.cond(jnp.sum(carry) > 0, jax.grad(lambda c: jnp.sum(pool(c))), lambda c: c, carry)
+        return grad, sums
+
+    x = jnp.asarray(np.random.default_rng(0).integers(-3, 4, (2, 3, 6, 6, 6)).astype(np.float32))
+    compiled = pool3d_pass.jit(step).lower(x).compile()
+    hlo = compiled.as_text()
+    assert hlo.count(KERNEL) == 2 and "select-and-scatter" not in hlo
+    for expected, got in zip(jax.tree.leaves(jax.jit(step)(x)), jax.tree.leaves(compiled(x)), strict=True):
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(expected))
