@@ -445,13 +445,10 @@ SEPARABLE = [
 ]
 
 
-@pytest.mark.parametrize("dtype", ["f32", "bf16"])
-@pytest.mark.parametrize("case", SEPARABLE, ids=lambda c: f"{c[0]}-k{c[1]}-s{c[2]}-p{c[3]}")
-def test_separable_first_max_with_ties_zeros_and_infinities(dtype, case):
-    # Ties everywhere ("ints", "const"), +0 next to -0, and -inf inputs (the
-    # first real -inf must win over padding): the separable search must still
-    # pick the first tap in row-major (d, h, w) order equal to output.
-    shape, k, s, p = case
+def check_separable_search(dtype, shape, k, s, p, layout):
+    """Ties everywhere ("ints", "const"), +0 next to -0, and -inf inputs (the
+    first real -inf must win over padding): the separable search must still
+    pick the first tap in row-major (d, h, w) order equal to output."""
     for kind in ("ints", "const", "randn"):
         xv = np.asarray(make_input(kind, shape, jnp.float32)).copy()
         if kind == "ints":
@@ -459,14 +456,21 @@ def test_separable_first_max_with_ties_zeros_and_infinities(dtype, case):
             flat[flat == 0] = np.where(np.arange((flat == 0).sum()) % 2, 0.0, -0.0)
             flat[::11] = -np.inf
         x = jnp.asarray(xv).astype(DTYPES[dtype])
-        y, g, _ = xla_forward_and_grad(x, 5, "NCDHW", k, s, p)
-        out = kernel_all_thread_counts(g, x, y, k, s, p, "NCDHW")
-        exact = contract_reference(g, x, y, k, s, p, "NCDHW")
+        y, g, _ = xla_forward_and_grad(x, 5, layout, k, s, p)
+        out = kernel_all_thread_counts(g, x, y, k, s, p, layout)
+        exact = contract_reference(g, x, y, k, s, p, layout)
         ours = np.asarray(out.astype(jnp.float32), np.float64)
         # A wrong tap moves a whole gradient: far outside these tolerances
         # (f32 sums several f32 terms; bf16 is rounded once from f32).
         rtol = 1e-6 if dtype == "f32" else 2 * HALF_ULP[dtype]
         np.testing.assert_allclose(ours, exact, rtol=rtol, atol=1e-6, err_msg=kind)
+
+
+@pytest.mark.parametrize("dtype", ["f32", "bf16"])
+@pytest.mark.parametrize("case", SEPARABLE, ids=lambda c: f"{c[0]}-k{c[1]}-s{c[2]}-p{c[3]}")
+def test_separable_first_max_with_ties_zeros_and_infinities(dtype, case):
+    shape, k, s, p = case
+    check_separable_search(dtype, shape, k, s, p, "NCDHW")
 
 
 # Overlapping NDHWC geometries aimed at its separable search (depth first,
@@ -493,19 +497,7 @@ SEPARABLE_NDHWC = [
 @pytest.mark.parametrize("case", SEPARABLE_NDHWC, ids=lambda c: f"{c[0]}-k{c[1]}-s{c[2]}-p{c[3]}")
 def test_ndhwc_separable_first_max_with_ties_zeros_and_infinities(dtype, case):
     shape, k, s, p = case
-    for kind in ("ints", "const", "randn"):
-        xv = np.asarray(make_input(kind, _shape("NDHWC", *shape), jnp.float32)).copy()
-        if kind == "ints":
-            flat = xv.reshape(-1)
-            flat[flat == 0] = np.where(np.arange((flat == 0).sum()) % 2, 0.0, -0.0)
-            flat[::11] = -np.inf
-        x = jnp.asarray(xv).astype(DTYPES[dtype])
-        y, g, _ = xla_forward_and_grad(x, 5, "NDHWC", k, s, p)
-        out = kernel_all_thread_counts(g, x, y, k, s, p, "NDHWC")
-        exact = contract_reference(g, x, y, k, s, p, "NDHWC")
-        ours = np.asarray(out.astype(jnp.float32), np.float64)
-        rtol = 1e-6 if dtype == "f32" else 2 * HALF_ULP[dtype]
-        np.testing.assert_allclose(ours, exact, rtol=rtol, atol=1e-6, err_msg=kind)
+    check_separable_search(dtype, _shape("NDHWC", *shape), k, s, p, "NDHWC")
 
 
 @pytest.mark.parametrize("stride", [1, 2, 3])

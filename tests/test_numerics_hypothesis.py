@@ -244,6 +244,17 @@ def compare(cfg: Config, x: np.ndarray, g: np.ndarray, xla: np.ndarray, rewritte
 # the properties
 
 
+def check_drawn(cfg: Config, x_kind: str, seed: int) -> None:
+    """Original and rewritten program on drawn inputs, compared as `compare` says."""
+    note(cfg.short())
+    rng = np.random.default_rng(seed)
+    x = make_x(rng, cfg.shape, cfg.dtype, x_kind)
+    g = make_g(rng, cfg.out_shape, cfg.dtype)
+    text = lower(cfg)
+    new_text = rewrite(cfg, text)
+    compare(cfg, x, g, run(text, x, g), run(new_text, x, g))
+
+
 @given(cfg=configs(dtypes=(F32,)), x_kind=st.sampled_from(X_KINDS), seed=st.integers(0, 2**32 - 1))
 @example(  # NCDHW k3 s2 p1: the classic overlapping case
     cfg=Config((2, 3, 5, 5, 5), (1, 1, 3, 3, 3), (1, 1, 2, 2, 2), ((0, 0), (0, 0), (1, 1), (1, 1), (1, 1)), F32, "leading", "symmetric"),
@@ -254,13 +265,7 @@ def compare(cfg: Config, x: np.ndarray, g: np.ndarray, xla: np.ndarray, rewritte
     x_kind="relu", seed=1,
 )
 def test_f32_rewritten_matches_xla(cfg: Config, x_kind: str, seed: int):
-    note(cfg.short())
-    rng = np.random.default_rng(seed)
-    x = make_x(rng, cfg.shape, cfg.dtype, x_kind)
-    g = make_g(rng, cfg.out_shape, cfg.dtype)
-    text = lower(cfg)
-    new_text = rewrite(cfg, text)
-    compare(cfg, x, g, run(text, x, g), run(new_text, x, g))
+    check_drawn(cfg, x_kind, seed)
 
 
 @settings(max_examples=max(1, settings().max_examples * 3 // 4))
@@ -274,13 +279,7 @@ def test_f32_rewritten_matches_xla(cfg: Config, x_kind: str, seed: int):
     x_kind="constant", seed=3,
 )
 def test_low_precision_rewritten_vs_xla_and_reference(cfg: Config, x_kind: str, seed: int):
-    note(cfg.short())
-    rng = np.random.default_rng(seed)
-    x = make_x(rng, cfg.shape, cfg.dtype, x_kind)
-    g = make_g(rng, cfg.out_shape, cfg.dtype)
-    text = lower(cfg)
-    new_text = rewrite(cfg, text)
-    compare(cfg, x, g, run(text, x, g), run(new_text, x, g))
+    check_drawn(cfg, x_kind, seed)
 
 
 @given(
