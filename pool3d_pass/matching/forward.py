@@ -38,13 +38,24 @@ def _computes_forward(candidate: ir.OpView, match: PoolGradient) -> bool:
     return u.is_binary_body(candidate.regions[0], ("stablehlo.maximum",), commutative=True)
 
 
-def find_forward_output(match: PoolGradient) -> ir.Value | None:
-    """The result of a reusable forward max-pool that dominates `match.op`, else None."""
+def find_forward(match: PoolGradient) -> ir.OpView | None:
+    """The reduce_window computing the forward max-pool of `match`, if it dominates `match.op`.
+
+    Its single result is exactly max_pool(match.forward_input) with the
+    gradient's window, strides and padding; it comes before the gradient in
+    the same block. None if there is no such op.
+    """
     block = match.op.operation.block
     for use in match.forward_input.uses:
         candidate = use.owner
         if not _computes_forward(candidate, match):
             continue
         if candidate.operation.block == block and candidate.operation.is_before_in_block(match.op.operation):
-            return candidate.results[0]
+            return candidate
     return None
+
+
+def find_forward_output(match: PoolGradient) -> ir.Value | None:
+    """The result of a reusable forward max-pool that dominates `match.op`, else None."""
+    forward = find_forward(match)
+    return None if forward is None else forward.results[0]
