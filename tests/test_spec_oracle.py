@@ -1,0 +1,132 @@
+"""The spec oracle (tests/spec_oracle.py) checked against an independent numpy reference.
+
+Each case is one attribute-padded ``select_and_scatter`` (GE/add), the form
+TensorFlow, torch-xla and JAX on TPU emit, on tie-heavy inputs (small
+integers, with and without -inf, including all -inf windows that start in low
+padding), in f32, bf16 and f16. ``spec_outputs`` must equal
+``select_and_scatter_reference`` exactly. What XLA:CPU itself returns for the
+unchanged op is recorded as information (``record_property`` and the table
+printed with ``-s``), never asserted: it deviates from the spec at some
+window/padding combinations (docs/contract.md, "Spec vs XLA:CPU").
+"""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from spec_oracle import select_and_scatter_reference, spec_outputs, spec_text
+from xla_runner import run_stablehlo
+
+MLIR_TYPE = {np.dtype(np.float32): "f32", np.dtype(ml_dtypes.bfloat16): "bf16", np.dtype(np.float16): "f16"}
+
+
+def sas_module(shape, window, strides, padding, out_shape, elem="f32", select="GE", scatter="add") -> str:
+    """One attribute-padded select_and_scatter as a module ``main(x, g) -> dx``."""
+    def t(s):
+        return "tensor<" + "x".join(map(str, s)) + f"x{elem}>"
+
+    rank = len(shape)
+    pad = "[" + ", ".join(f"[{lo}, {hi}]" for lo, hi in padding) + "]"
+    return f"""func.func @main(%x: {t(shape)}, %g: {t(out_shape)}) -> {t(shape)} {{
+  %z = stablehlo.constant dense<0.0> : tensor<{elem}>
+  %r = "stablehlo.select_and_scatter"(%x, %g, %z) <{{padding = dense<{pad}> : tensor<{rank}x2xi64>,
+      window_dimensions = array<i64: {", ".join(map(str, window))}>,
+      window_strides = array<i64: {", ".join(map(str, strides))}>}}> ({{
+  ^bb0(%a: tensor<{elem}>, %b: tensor<{elem}>):
+    %c = stablehlo.compare {select}, %a, %b : (tensor<{elem}>, tensor<{elem}>) -> tensor<i1>
+    stablehlo.return %c : tensor<i1>
+  }}, {{
+  ^bb0(%a: tensor<{elem}>, %b: tensor<{elem}>):
+    %s = stablehlo.{scatter} %a, %b : tensor<{elem}>
+    stablehlo.return %s : tensor<{elem}>
+  }}) : ({t(shape)}, {t(out_shape)}, tensor<{elem}>) -> {t(shape)}
+  return %r : {t(shape)}
+}}
+"""
+
+
+def _case(n, k, s, pad, dtype=np.float32, layout="NCDHW", kind="smallint", seed=0):
+    spatial = (n, n, n)
+    o = (n + pad[0] + pad[1] - k) // s + 1
+    if layout == "NCDHW":
+        shape, out = (2, 2, *spatial), (2, 2, o, o, o)
+        window, strides = (1, 1, k, k, k), (1, 1, s, s, s)
+        padding = ((0, 0), (0, 0), pad, pad, pad)
+    else:
+        shape, out = (2, *spatial, 2), (2, o, o, o, 2)
+        window, strides = (1, k, k, k, 1), (1, s, s, s, 1)
+        padding = ((0, 0), pad, pad, pad, (0, 0))
+    rng = np.random.default_rng(seed)
+    x = rng.integers(-1, 2, shape).astype(np.float64)
+    if kind == "neg_inf":  # many -inf, so all -inf windows start in low padding
+        x[rng.random(shape) < 0.6] = -np.inf
+    elif kind == "nan":
+        x[rng.random(shape) < 0.05] = np.nan
+    g = rng.integers(1, 5, out).astype(np.float64)
+    text = sas_module(shape, window, strides, padding, out, MLIR_TYPE[np.dtype(dtype)])
+    return text, x.astype(dtype), g.astype(dtype), (window, strides, padding)
+
+
+# (n, k, s, (low, high)): the combinations the issue names, the other
+# symmetric/asymmetric ones, low > high, and padding >= stride.
+GEOMETRIES = [
+    (6, 2, 2, (1, 1)), (7, 2, 2, (0, 1)), (7, 3, 2, (0, 1)), (7, 3, 2, (1, 1)),
+    (6, 2, 2, (1, 0)), (5, 3, 1, (1, 1)), (5, 3, 1, (2, 2)), (6, 2, 1, (0, 1)), (6, 3, 3, (1, 2)),
+]
+
+CASES = [pytest.param(*geo, np.float32, "NCDHW", kind, id=f"n{geo[0]}k{geo[1]}s{geo[2]}p{geo[3][0]}{geo[3][1]}-{kind}")
+         for geo in GEOMETRIES for kind in ("smallint", "neg_inf")]
+CASES += [
+    pytest.param(6, 2, 2, (1, 1), np.float32, "NDHWC", "smallint", id="ndhwc-k2s2p11"),
+    pytest.param(7, 3, 2, (0, 1), np.float32, "NDHWC", "neg_inf", id="ndhwc-k3s2p01-neg_inf"),
+    pytest.param(6, 2, 2, (1, 1), ml_dtypes.bfloat16, "NCDHW", "smallint", id="bf16-k2s2p11"),
+    pytest.param(7, 3, 2, (0, 1), np.float16, "NCDHW", "neg_inf", id="f16-k3s2p01-neg_inf"),
+    pytest.param(6, 2, 2, (1, 1), np.float32, "NCDHW", "nan", id="nan-k2s2p11"),
+]
+
+XLA_DEVIATIONS: dict[str, int] = {}
+
+
+@pytest.mark.parametrize("n,k,s,pad,dtype,layout,kind", CASES)
+def test_oracle_equals_numpy_reference(n, k, s, pad, dtype, layout, kind, request, record_property):
+    text, x, g, (window, strides, padding) = _case(n, k, s, pad, dtype, layout, kind)
+    want = select_and_scatter_reference(x, g, window, strides, padding)
+    (got,) = spec_outputs(text, [x, g])
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got.astype(np.float64), want.astype(np.float64))
+
+    # Information only: where XLA:CPU's attribute-padded op departs from the spec.
+    (xla,) = run_stablehlo(text, [x, g])
+    deviating = int(np.sum(xla.astype(np.float64) != want.astype(np.float64)))
+    XLA_DEVIATIONS[request.node.callspec.id] = deviating
+    record_property("xla_cpu_elements_off_spec", deviating)
+
+
+def test_print_xla_cpu_deviation_table(capsys):
+    """Prints (``-s``) how many gradient elements XLA:CPU put elsewhere than the spec, per case."""
+    if not XLA_DEVIATIONS:
+        pytest.skip("run together with test_oracle_equals_numpy_reference")
+    with capsys.disabled():
+        print("\nXLA:CPU attribute-padded select_and_scatter vs the spec (elements that differ):")
+        for name, count in XLA_DEVIATIONS.items():
+            print(f"  {name:32s} {count}")
+
+
+def test_unpadded_ops_are_left_alone():
+    """JAX's explicit form (op padding 0) is already the spec's: the oracle keeps the text's ops."""
+    text, x, g, _ = _case(6, 2, 2, (0, 0))
+    assert spec_text(text).count("stablehlo.pad") == 0
+    np.testing.assert_array_equal(spec_outputs(text, [x, g])[0], run_stablehlo(text, [x, g])[0])
+
+
+def test_other_select_regions_keep_their_meaning():
+    """The padding guard wraps any select: GT (last maximum wins) over valid positions only."""
+    n, k, s, pad = 6, 2, 2, (1, 1)
+    o = (n + 2 - k) // s + 1
+    text = sas_module((n,), (k,), (s,), (pad,), (o,), select="GT")
+    x = np.array([1, 2, 2, 0, 0, -np.inf], np.float32)
+    g = np.array([1, 2, 3, 4], np.float32)
+    # windows [pad, 1] [2, 2] [0, 0] [-inf, pad]: GT keeps the last maximum, never padding
+    np.testing.assert_array_equal(spec_outputs(text, [x, g])[0], [1, 0, 2, 0, 3, 4])
