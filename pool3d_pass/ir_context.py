@@ -2,26 +2,19 @@
 
 The pass is built on the MLIR Python bindings that ship inside jaxlib (the
 upstream `mlir-python-bindings` package on PyPI is an empty placeholder). This
-module is the one place that names the pieces of that API we need, so a jaxlib
-that moves them fails here, with a message naming what is missing, instead of
-deep inside a rewrite.
+module checks the pieces of that API we need (listed, per jaxlib version, in
+`pool3d_pass.jax_compat.REQUIRED_MLIR_API`), so a jaxlib that moves them fails
+here, with a message naming what is missing, instead of deep inside a rewrite.
 """
 
 from __future__ import annotations
 
 import importlib
 
-REQUIRED_API = (
-    ("jaxlib.mlir.ir", ("Context", "Module", "Location", "InsertionPoint", "MLIRError",
-                         "DenseI64ArrayAttr", "DenseElementsAttr", "RankedTensorType",
-                         "DialectRegistry")),
-    ("jaxlib.mlir.passmanager", ("PassManager",)),
-    ("jaxlib.mlir._mlir_libs._mlir.rewrite", ("RewritePatternSet", "walk_and_apply_patterns")),
-    ("jaxlib.mlir.dialects.stablehlo", ("SelectAndScatterOp", "ReduceWindowOp", "CustomCallOp",
-                                        "PadOp", "SliceOp", "ReshapeOp", "ConstantOp",
-                                        "register_dialect")),
-    ("jaxlib.mlir._mlir_libs._jax_mlir_ext", ("register_dialects",)),
-)
+from pool3d_pass import jax_compat
+
+# Per jaxlib version (0.9 and 0.10 differ in the location classes): jax_compat.
+REQUIRED_API = jax_compat.REQUIRED_MLIR_API
 
 
 class MissingMlirApi(ImportError):
@@ -39,11 +32,10 @@ def check_mlir_api() -> None:
             continue
         missing.extend(f"{module_name}.{name}" for name in names if not hasattr(module, name))
     if missing:
-        import jaxlib
-
         raise MissingMlirApi(
-            f"pool3d_pass needs jaxlib==0.10.2's MLIR Python API; jaxlib "
-            f"{getattr(jaxlib, '__version__', '?')} lacks: {', '.join(missing)}"
+            f"pool3d_pass needs the MLIR Python API of jaxlib{jax_compat.supported_range_text()} "
+            f"(tested: {', '.join(jax_compat.TESTED_VERSIONS)}); jaxlib "
+            f"{jax_compat.jaxlib_version()} lacks: {', '.join(missing)}"
         )
 
 

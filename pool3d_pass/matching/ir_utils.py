@@ -114,15 +114,8 @@ LIBRARY_PATH_MARKERS = ("site-packages", "dist-packages")
 _FILE_LOCATION = re.compile(r'"((?:[^"\\]|\\.)*)":(\d+):(\d+)')
 
 
-def _file_locations(location: ir.Location) -> list[ir.Location]:
-    """The file:line:col locations inside `location`, innermost call first."""
-    if isinstance(location, ir.FileLineColLoc):
-        return [location]
-    if isinstance(location, ir.NameLoc):
-        return _file_locations(location.child_loc)
-    if isinstance(location, ir.CallSiteLoc):
-        return _file_locations(location.callee) + _file_locations(location.caller)
-    return []
+# jaxlib 0.9 and 0.10 expose location kinds differently (see pool3d_pass.jax_compat).
+from pool3d_pass.jax_compat import file_locations as _file_locations  # noqa: E402
 
 
 def format_location(location: ir.Location, filename: str | None = None) -> str:
