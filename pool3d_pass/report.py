@@ -33,8 +33,14 @@ class RewriteReport:
 
     candidates: int = 0
     rewritten: int = 0
+    strategy: str | None = None  # the strategy the run resolved (see rewriting/strategy.py)
+    # recompute strategy: where the backward call's forward output came from
     forward_reused: int = 0
     forward_inserted: int = 0
+    # indices strategy
+    forward_replaced: int = 0  # forward reduce_windows turned into the forward call
+    from_indices: int = 0  # gradients given the from-indices call
+    from_input: int = 0  # bare gradients given the fused call (or forward + from-indices)
     bound: int = 0  # neutral calls of an earlier run bound to a platform
     missed: list[Miss] = field(default_factory=list)
     rewrites: list[Rewrite] = field(default_factory=list)
@@ -49,6 +55,10 @@ class RewriteReport:
         self.rewritten += other.rewritten
         self.forward_reused += other.forward_reused
         self.forward_inserted += other.forward_inserted
+        self.forward_replaced += other.forward_replaced
+        self.from_indices += other.from_indices
+        self.from_input += other.from_input
+        self.strategy = self.strategy or other.strategy
         self.bound += other.bound
         self.missed.extend(other.missed)
         self.rewrites.extend(other.rewrites)
@@ -64,4 +74,9 @@ class RewriteReport:
             f"{len(self.missed)} missed (forward max-pool reused {self.forward_reused}, "
             f"inserted {self.forward_inserted})"
         )
+        if self.from_indices or self.from_input:
+            text += (
+                f", indices strategy: {self.forward_replaced} forward max-pool(s) replaced, "
+                f"{self.from_indices} gradient(s) from indices, {self.from_input} from the input"
+            )
         return text + (f", {self.bound} neutral call(s) bound" if self.bound else "")

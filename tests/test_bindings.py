@@ -95,7 +95,7 @@ def test_platform_without_binding_gets_no_rewrite_and_a_reason():
 def test_binding_preconditions_refuse_with_a_remark(monkeypatch):
     refuse_bf16 = Binding(
         "picky",
-        "pool3d_pass.bindings.reference:max_pooling_3d_backward",
+        {"backward": "pool3d_pass.bindings.reference:max_pooling_3d_backward"},
         "cpu",
         lambda signature: contract_preconditions(signature)
         or ("no bf16 here" if signature.input_type == "bf16" else None),

@@ -12,7 +12,7 @@ EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "maxpool3d_grad.mli
 
 
 def test_failing_binding_gives_one_line_and_no_output_file(monkeypatch, tmp_path, capsys):
-    broken = Binding("broken", "pool3d_pass.no_such_module:function", "cpu", contract_preconditions)
+    broken = Binding("broken", {"backward": "pool3d_pass.no_such_module:function"}, "cpu", contract_preconditions)
     monkeypatch.setitem(registry._BINDINGS, "broken", broken)
     output = tmp_path / "out.mlir"
     output.write_text("the user's file\n")

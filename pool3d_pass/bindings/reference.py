@@ -1,11 +1,13 @@
-"""A pure-JAX implementation of the contract (docs/contract.md), for any backend.
+"""A pure-JAX implementation of every call of the contract (docs/contract.md), for any backend.
 
-Not fast: it walks the window taps in row-major (d, h, w) order, and at each
-tap gives the window's gradient to the tap if it equals the window's maximum
-and no earlier tap took it. Padding is masked out, so it is never selected;
-contributions accumulate in f32. It uses no select_and_scatter, so the pass
-never matches its own output. Its job is to test the binding mechanism and to
-state the semantics executably.
+Not fast: it walks the window taps in row-major (d, h, w) order and, at each
+tap, selects the tap for every window whose maximum it equals and that no
+earlier tap took; padding is masked out, so it is never selected. The
+selection is kept as the contract's indices (the tap's offset in its window,
+-1 for none), and every gradient is scattered from indices, accumulating in
+f32. The forward maximum is XLA's own `reduce_window` max. It uses no
+select_and_scatter, so the pass never matches its own output. Its job is to
+test the binding mechanism and to state the semantics executably.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import itertools
 
 import jax.numpy as jnp
 from jax import lax
+
+from pool3d_pass.contract import NO_SELECTION
 
 
 def _to_ncdhw(value, layout: str):
@@ -24,49 +28,103 @@ def _from_ncdhw(value, layout: str):
     return jnp.moveaxis(value, 1, -1) if layout == "NDHWC" else value
 
 
-def max_pooling_3d_backward(
-    grad_output,
-    input,  # noqa: A002 - the contract's operand name
-    output,
-    *,
-    kernel_size,
-    stride,
-    padding,
-    data_format="NCDHW",
-    output_format=None,
+def _pad_config(padding):
+    return [(0, 0, 0), (0, 0, 0)] + [(p, p, 0) for p in padding]
+
+
+def _tap_slice(padded, taps, out_spatial, stride):
+    """The element at tap `taps` of every window: shape (B, C, *out_spatial)."""
+    n, c = padded.shape[:2]
+    start = (0, 0, *taps)
+    limit = (n, c, *(t + (o - 1) * s + 1 for t, o, s in zip(taps, out_spatial, stride)))
+    return lax.slice(padded, start, limit, (1, 1, *stride))
+
+
+def _taps(kernel_size):
+    return enumerate(itertools.product(*(range(k) for k in kernel_size)))
+
+
+def _forward_max(x, kernel_size, stride, padding):
+    """XLA's reduce_window max over NCDHW `x` (init -inf)."""
+    return lax.reduce_window(
+        x, jnp.array(-jnp.inf, x.dtype), lax.max, (1, 1, *kernel_size), (1, 1, *stride),
+        [(0, 0), (0, 0)] + [(p, p) for p in padding],
+    )
+
+
+def _select(x, y, kernel_size, stride, padding):
+    """Indices (int16, y's shape): the first real tap of each window equal to y, else -1."""
+    out_spatial = y.shape[2:]
+    padded_x = lax.pad(x, jnp.array(-jnp.inf, x.dtype), _pad_config(padding))
+    is_real = lax.pad(jnp.ones(x.shape, jnp.bool_), jnp.array(False), _pad_config(padding))
+    indices = jnp.full(y.shape, NO_SELECTION, jnp.int16)
+    for offset, taps in _taps(kernel_size):
+        chosen = (
+            (_tap_slice(padded_x, taps, out_spatial, stride) == y)
+            & _tap_slice(is_real, taps, out_spatial, stride)
+            & (indices == NO_SELECTION)
+        )
+        indices = jnp.where(chosen, jnp.int16(offset), indices)
+    return indices
+
+
+def _scatter(g, indices, input_spatial, kernel_size, stride, padding):
+    """Gradient (f32, NCDHW input shape): each window's g added at its selected tap."""
+    g = g.astype(jnp.float32)
+    n, c = g.shape[:2]
+    out_spatial = g.shape[2:]
+    padded_spatial = tuple(size + 2 * p for size, p in zip(input_spatial, padding))
+    grad_padded = jnp.zeros((n, c, *padded_spatial), jnp.float32)
+    for offset, taps in _taps(kernel_size):
+        contribution = jnp.where(indices == offset, g, 0.0)
+        scatter = [(0, 0, 0), (0, 0, 0)] + [
+            (t, size - t - ((o - 1) * s + 1), s - 1)
+            for t, size, o, s in zip(taps, padded_spatial, out_spatial, stride)
+        ]
+        grad_padded = grad_padded + lax.pad(contribution, jnp.float32(0), scatter)
+    return lax.slice(
+        grad_padded, (0, 0, *padding), (n, c, *(p + size for p, size in zip(padding, input_spatial)))
+    )
+
+
+def max_pooling_3d_forward(
+    input, *, kernel_size, stride, padding, data_format="NCDHW", output_format=None  # noqa: A002
 ):
     output_format = output_format or data_format
     x = _to_ncdhw(input, data_format)
-    g = _to_ncdhw(grad_output, output_format).astype(jnp.float32)
-    y = _to_ncdhw(output, output_format)
-    n, c = x.shape[:2]
-    out_spatial = g.shape[2:]
-    pad_config = [(0, 0, 0), (0, 0, 0)] + [(p, p, 0) for p in padding]
-    padded_x = lax.pad(x, jnp.array(-jnp.inf, x.dtype), pad_config)
-    is_real = lax.pad(jnp.ones(x.shape, jnp.bool_), jnp.array(False), pad_config)
-    padded_shape = padded_x.shape
+    y = _forward_max(x, kernel_size, stride, padding)
+    indices = _select(x, y, kernel_size, stride, padding)
+    return _from_ncdhw(y, output_format), _from_ncdhw(indices, output_format)
 
-    taken = jnp.zeros(g.shape, jnp.bool_)
-    grad_padded = jnp.zeros(padded_shape, jnp.float32)
-    for taps in itertools.product(*(range(k) for k in kernel_size)):
-        start = (0, 0, *taps)
-        limit = (n, c, *(t + (o - 1) * s + 1 for t, o, s in zip(taps, out_spatial, stride)))
-        strides = (1, 1, *stride)
-        chosen = (
-            (lax.slice(padded_x, start, limit, strides) == y)
-            & lax.slice(is_real, start, limit, strides)
-            & ~taken
-        )
-        taken = taken | chosen
-        contribution = jnp.where(chosen, g, 0.0)
-        scatter = [(0, 0, 0), (0, 0, 0)] + [
-            (t, size - t - ((o - 1) * s + 1), s - 1)
-            for t, size, o, s in zip(taps, padded_shape[2:], out_spatial, stride)
-        ]
-        grad_padded = grad_padded + lax.pad(contribution, jnp.float32(0), scatter)
 
-    spatial = x.shape[2:]
-    grad_input = lax.slice(
-        grad_padded, (0, 0, *padding), (n, c, *(p + size for p, size in zip(padding, spatial)))
+def max_pooling_3d_backward_from_indices(
+    grad_output, indices, *, input_shape, kernel_size, stride, padding, data_format="NCDHW", output_format=None
+):
+    output_format = output_format or data_format
+    input_spatial = tuple(input_shape[1:4] if data_format == "NDHWC" else input_shape[2:5])
+    grad = _scatter(
+        _to_ncdhw(grad_output, output_format), _to_ncdhw(indices, output_format),
+        input_spatial, kernel_size, stride, padding,
     )
-    return _from_ncdhw(grad_input.astype(x.dtype), data_format)
+    return _from_ncdhw(grad.astype(grad_output.dtype), data_format)
+
+
+def max_pooling_3d_backward(
+    grad_output, input, output, *, kernel_size, stride, padding, data_format="NCDHW", output_format=None  # noqa: A002
+):
+    output_format = output_format or data_format
+    x = _to_ncdhw(input, data_format)
+    indices = _select(x, _to_ncdhw(output, output_format), kernel_size, stride, padding)
+    grad = _scatter(_to_ncdhw(grad_output, output_format), indices, x.shape[2:], kernel_size, stride, padding)
+    return _from_ncdhw(grad.astype(x.dtype), data_format)
+
+
+def max_pooling_3d_backward_from_input(
+    grad_output, input, *, kernel_size, stride, padding, data_format="NCDHW", output_format=None  # noqa: A002
+):
+    x = _to_ncdhw(input, data_format)
+    y = _forward_max(x, kernel_size, stride, padding)
+    return max_pooling_3d_backward(
+        grad_output, input, _from_ncdhw(y, output_format or data_format), kernel_size=kernel_size,
+        stride=stride, padding=padding, data_format=data_format, output_format=output_format,
+    )

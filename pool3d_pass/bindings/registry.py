@@ -1,10 +1,12 @@
-"""Bindings: what turns the neutral custom call into something one platform runs.
+"""Bindings: what turns the neutral custom calls into something one platform runs.
 
-A binding is a JAX-traceable function with the kernel's signature,
-`fn(grad_output, input, output, *, kernel_size, stride, padding, data_format,
-output_format) -> grad_input`, plus the preconditions it needs beyond the
+A binding is, per call of the contract it implements, a JAX-traceable function
+with that call's signature (docs/contract.md; e.g. `max_pooling_3d_backward(
+grad_output, input, output, *, kernel_size, stride, padding, data_format,
+output_format) -> grad_input`), plus the preconditions it needs beyond the
 contract. The pass lowers the function for one call's shapes and dtypes and
 splices the lowered ops in place of the neutral call (`rewriting/splice.py`).
+The calls a binding implements decide the strategies its platform can get.
 Which binding applies follows the platform the program is compiled for; a
 platform with no binding gets no rewrite at all, so no call that it cannot run
 is ever left behind.
@@ -14,12 +16,30 @@ from __future__ import annotations
 
 import importlib
 import math
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
-from pool3d_pass.contract import LAYOUTS, MAX_WINDOW_ELEMENTS
+from pool3d_pass.contract import (
+    BACKWARD,
+    BACKWARD_FROM_INDICES,
+    BACKWARD_FROM_INPUT,
+    FORWARD,
+    LAYOUTS,
+    MAX_WINDOW_ELEMENTS,
+    TARGETS,
+)
 
 NEUTRAL = "neutral"
+
+# Strategies (docs/contract.md, "Strategies"): `recompute` runs the backward
+# call on (grad_output, input, output); `indices` replaces the forward max pool
+# by the forward call and the gradient by the from-indices call, or by the
+# fused from-input call where no forward dominates the gradient.
+RECOMPUTE = "recompute"
+INDICES = "indices"
+AUTO = "auto"
+STRATEGIES = (AUTO, RECOMPUTE, INDICES)
+LAYER_CALLS = (FORWARD, BACKWARD_FROM_INDICES, BACKWARD_FROM_INPUT)
 
 
 @dataclass(frozen=True)
@@ -34,31 +54,43 @@ class CallSignature:
     padding: tuple[int, int, int]
     data_format: str
     output_format: str
+    call: str = BACKWARD  # which of the contract's calls (a key of contract.TARGETS)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # hashed by identity: a cache key of the splicer
 class Binding:
     platform: str
-    function_path: str  # "module:function", imported when first used
-    lowering_platform: str  # the JAX platform the function is lowered for
+    functions: Mapping[str, str]  # call kind -> "module:function", imported when first used
+    lowering_platform: str  # the JAX platform the functions are lowered for
     unsupported: Callable[[CallSignature], str | None]  # None: supported; else the reason
     require: Callable[[], None] = lambda: None  # raises ImportError naming what is missing
-    # For programs compiled for several devices: a version XLA's SPMD partitioner
-    # can split (see bindings/cpu_partitioned.py); None if the binding has none.
-    partitioned_function_path: str | None = None
+    # For programs compiled for several devices: versions XLA's SPMD partitioner
+    # can split (see bindings/cpu_partitioned.py), by call kind.
+    partitioned_functions: Mapping[str, str] = field(default_factory=dict)
 
-    def function(self, *, partitioned: bool = False) -> Callable:
-        path = self.partitioned_function_path if partitioned else self.function_path
+    def implements(self, call: str, *, partitioned: bool = False) -> bool:
+        return call in (self.partitioned_functions if partitioned else self.functions)
+
+    def function(self, call: str = BACKWARD, *, partitioned: bool = False) -> Callable:
+        path = (self.partitioned_functions if partitioned else self.functions)[call]
         module_name, name = path.split(":")
         return getattr(importlib.import_module(module_name), name)
+
+    def preferred_strategy(self, *, partitioned: bool = False) -> str:
+        """`indices` where the binding runs the layer calls, else `recompute`."""
+        return INDICES if all(self.implements(c, partitioned=partitioned) for c in LAYER_CALLS) else RECOMPUTE
 
 
 def contract_preconditions(signature: CallSignature) -> str | None:
     """The kernel's own limits, which every binding inherits."""
+    if signature.call not in TARGETS:
+        return f"unknown call {signature.call!r}"
     if len({signature.grad_output_type, signature.input_type, signature.output_type}) != 1:
         return "grad_output, input and output differ in element type"
     if math.prod(signature.kernel_size) > MAX_WINDOW_ELEMENTS:
         return f"prod(kernel_size) = {math.prod(signature.kernel_size)} > {MAX_WINDOW_ELEMENTS}"
+    if any(p >= k for p, k in zip(signature.padding, signature.kernel_size)):
+        return f"padding {list(signature.padding)} is not smaller than kernel_size {list(signature.kernel_size)}"
     if signature.data_format not in LAYOUTS or signature.output_format not in LAYOUTS:
         return f"layouts {signature.data_format}/{signature.output_format} are not {' or '.join(LAYOUTS)}"
     return None
@@ -80,19 +112,24 @@ def platforms() -> list[str]:
     return sorted(_BINDINGS)
 
 
+def _all_calls(module: str) -> dict[str, str]:
+    return {call: f"{module}:max_pooling_3d_{call}" for call in TARGETS}
+
+
 register_binding(
     Binding(
         "cpu",
-        "pool3d_pass.bindings.cpu:max_pooling_3d_backward",
+        {BACKWARD: "pool3d_pass.bindings.cpu:max_pooling_3d_backward"},
         "cpu",
         contract_preconditions,
-        partitioned_function_path="pool3d_pass.bindings.cpu_partitioned:max_pooling_3d_backward",
+        partitioned_functions={BACKWARD: "pool3d_pass.bindings.cpu_partitioned:max_pooling_3d_backward"},
     )
 )
+# The NKI kernel recomputes the selection: Neuron gets the recompute strategy.
 register_binding(
     Binding(
         "neuron",
-        "pool3d_pass.bindings.neuron:max_pooling_3d_backward",
+        {BACKWARD: "pool3d_pass.bindings.neuron:max_pooling_3d_backward"},
         "neuron",
         lambda signature: contract_preconditions(signature)
         or importlib.import_module("pool3d_pass.bindings.neuron").unsupported(signature),
@@ -101,4 +138,4 @@ register_binding(
 )
 # A pure-JAX implementation of the contract: runs anywhere JAX does, used to
 # test the binding mechanism and as an executable statement of the semantics.
-register_binding(Binding("reference", "pool3d_pass.bindings.reference:max_pooling_3d_backward", "cpu", contract_preconditions))
+register_binding(Binding("reference", _all_calls("pool3d_pass.bindings.reference"), "cpu", contract_preconditions))

@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from jaxlib.mlir import passmanager
 
+from pool3d_pass.bindings.registry import AUTO
 from pool3d_pass.report import RewriteReport
 from pool3d_pass.rewriting import PASS_ARGUMENT, add_pass
 
@@ -35,7 +36,12 @@ def split_top_level(pipeline: str) -> list[str]:
 
 
 def build_pass_manager(
-    pipeline: str, *, on_report: Callable[[RewriteReport], None], filename: str | None, target: str
+    pipeline: str,
+    *,
+    on_report: Callable[[RewriteReport], None],
+    filename: str | None,
+    target: str,
+    strategy: str = AUTO,
 ) -> passmanager.PassManager:
     """A PassManager on builtin.module running `pipeline`; raises ValueError on an unknown pass."""
     pm = passmanager.PassManager("builtin.module")
@@ -44,7 +50,7 @@ def build_pass_manager(
         raise ValueError("empty pass pipeline")
     for element in elements:
         if element == PASS_ARGUMENT:
-            add_pass(pm, on_report=on_report, filename=filename, target=target)
+            add_pass(pm, on_report=on_report, filename=filename, target=target, strategy=strategy)
         else:
             pm.add(element)  # ValueError naming the element if MLIR does not know it
     return pm

@@ -21,7 +21,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 
-from pool3d_pass.bindings.registry import NEUTRAL, platforms
+from pool3d_pass.bindings.registry import AUTO, NEUTRAL, STRATEGIES, platforms
 from pool3d_pass.cli.pipeline import DEFAULT_PIPELINE, build_pass_manager
 from pool3d_pass.report import RewriteReport
 
@@ -56,6 +56,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=NEUTRAL,
         choices=[NEUTRAL, *platforms()],
         help="neutral: the platform-neutral call (default); a platform: splice its binding in",
+    )
+    parser.add_argument(
+        "--strategy",
+        default=AUTO,
+        choices=list(STRATEGIES),
+        help="auto: the platform's choice (recompute for neutral output, indices where the binding has the "
+        "layer calls); recompute: one backward call on (grad_output, input, output); indices: forward call + "
+        "backward from its indices, or one fused call where no forward exists",
     )
     parser.add_argument("--print-debuginfo", action="store_true", help="print op locations")
     return parser.parse_args(argv)
@@ -110,7 +118,7 @@ def process_chunk(chunk: Chunk, name: str, args: argparse.Namespace, report: Rew
             raise UserError(_diagnostic_line(error, name)) from None
         try:
             pm = build_pass_manager(
-                args.pass_pipeline, on_report=report.merge, filename=name, target=args.target
+                args.pass_pipeline, on_report=report.merge, filename=name, target=args.target, strategy=args.strategy
             )
         except ImportError as error:
             raise UserError(f"{PROG}: error: {error}") from None
@@ -124,7 +132,7 @@ def process_chunk(chunk: Chunk, name: str, args: argparse.Namespace, report: Rew
             first_line = (str(error).strip().splitlines() or [""])[0]
             raise UserError(
                 f"{name}: error: the pass failed ({type(error).__name__}: {first_line}); "
-                f"reproduce with: {PROG} {name} --target={args.target}"
+                f"reproduce with: {PROG} {name} --target={args.target} --strategy={args.strategy}"
             ) from None
         return module.operation.get_asm(enable_debug_info=args.print_debuginfo)
 

@@ -1,4 +1,4 @@
-"""The one typed builder of the contract's custom call (see docs/contract.md)."""
+"""The one typed builder of the contract's custom calls (see docs/contract.md)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,16 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
-from pool3d_pass.contract import API_VERSION_TYPED_FFI, LAYOUTS, SPATIAL_RANK, TARGET_NAME
+from pool3d_pass.contract import (
+    API_VERSION_TYPED_FFI,
+    BACKWARD,
+    BACKWARD_FROM_INDICES,
+    BACKWARD_FROM_INPUT,
+    FORWARD,
+    LAYOUTS,
+    SPATIAL_RANK,
+    TARGETS,
+)
 
 
 def _i64_vector(values: Sequence[int]) -> ir.Attribute:
@@ -39,9 +48,20 @@ def contract_attributes(
     )
 
 
-def sharding_rule(grad_output_shape, input_shape, data_format: str) -> ir.Attribute:
-    """The Shardy rule of the call: batch and channel factors shared by all operands and
-    the result; pooled factors need replication (windows cross shard borders)."""
+# Which operands and results of each call are in the input's layout ("in":
+# input, grad_input) and which in the output's ("out": grad_output, output,
+# indices): the sharding rule maps their factors alike.
+_OPERAND_SIDES = {
+    BACKWARD: (("out", "in", "out"), ("in",)),
+    FORWARD: (("in",), ("out", "out")),
+    BACKWARD_FROM_INDICES: (("out", "out"), ("in",)),
+    BACKWARD_FROM_INPUT: (("out", "in"), ("in",)),
+}
+
+
+def sharding_rule(grad_output_shape, input_shape, data_format: str, call: str = BACKWARD) -> ir.Attribute:
+    """The Shardy rule of a call: batch and channel factors shared by all operands and
+    results; pooled factors need replication (windows cross shard borders)."""
     channel = 4 if data_format == "NDHWC" else 1
     pooled_out, pooled_in = ("k", "l", "m"), ("n", "o", "p")
 
@@ -55,12 +75,53 @@ def sharding_rule(grad_output_shape, input_shape, data_format: str) -> ir.Attrib
     spatial = [d for d in range(5) if d not in (0, channel)]
     sizes.update({f: grad_output_shape[d] for f, d in zip(pooled_out, spatial)})
     sizes.update({f: input_shape[d] for f, d in zip(pooled_in, spatial)})
-    out, inp = mapping(pooled_out), mapping(pooled_in)
+    side = {"out": mapping(pooled_out), "in": mapping(pooled_in)}
+    operands, results = _OPERAND_SIDES[call]
     return ir.Attribute.parse(
-        f"#sdy.op_sharding_rule<({out}, {inp}, {out})->({inp}) "
+        f"#sdy.op_sharding_rule<({', '.join(side[o] for o in operands)})->({', '.join(side[r] for r in results)}) "
         "{" + ", ".join(f"{f}={n}" for f, n in sorted(sizes.items())) + "} "
         "need_replication={k, l, m, n, o, p}, custom>"
     )
+
+
+def build_call(
+    call: str,
+    operands: Sequence[ir.Value],
+    result_types: Sequence[ir.Type],
+    *,
+    kernel_size: Sequence[int],
+    stride: Sequence[int],
+    padding: Sequence[int],
+    data_format: str,
+    output_format: str | None = None,
+) -> list[ir.Value]:
+    """Insert the contract's `call` at the current insertion point and location; return its results."""
+    output_format = output_format or data_format
+    sides, result_sides = _OPERAND_SIDES[call]
+    assert len(operands) == len(sides) and len(result_types) == len(result_sides), (call, operands, result_types)
+    for value in operands:
+        assert ir.RankedTensorType(value.type).rank == 5, f"{call} operands must be rank 5, got {value.type}"
+    custom_call = stablehlo.CustomCallOp(
+        list(result_types),
+        list(operands),
+        TARGETS[call],
+        has_side_effect=False,
+        api_version=ir.IntegerAttr.get(ir.IntegerType.get_signless(32), API_VERSION_TYPED_FFI),
+        backend_config=contract_attributes(
+            kernel_size=kernel_size,
+            stride=stride,
+            padding=padding,
+            data_format=data_format,
+            output_format=output_format,
+        ),
+    )
+    # The rule is metadata for Shardy; a context without the sdy dialect (not
+    # JAX's, not ours) cannot hold it, and the call is complete without it.
+    if output_format == data_format and custom_call.context.is_registered_operation("sdy.mesh"):
+        shapes = {side: ir.RankedTensorType(v.type).shape for side, v in zip(sides, operands)}
+        shapes.update({side: ir.RankedTensorType(t).shape for side, t in zip(result_sides, result_types)})
+        custom_call.attributes["sdy.sharding_rule"] = sharding_rule(shapes["out"], shapes["in"], data_format, call)
+    return list(custom_call.results)
 
 
 def build_max_pooling_3d_backward(
@@ -74,29 +135,10 @@ def build_max_pooling_3d_backward(
     data_format: str,
     output_format: str | None = None,
 ) -> ir.Value:
-    """Insert the contract's call at the current insertion point and location; return grad_input."""
-    output_format = output_format or data_format
-    for name, value in (("grad_output", grad_output), ("input", input), ("output", output)):
-        assert ir.RankedTensorType(value.type).rank == 5, f"{name} must be rank 5, got {value.type}"
+    """Insert the contract's backward call (the NKI kernel's signature); return grad_input."""
     assert grad_output.type == output.type, (grad_output.type, output.type)
-    call = stablehlo.CustomCallOp(
-        [input.type],
-        [grad_output, input, output],
-        TARGET_NAME,
-        has_side_effect=False,
-        api_version=ir.IntegerAttr.get(ir.IntegerType.get_signless(32), API_VERSION_TYPED_FFI),
-        backend_config=contract_attributes(
-            kernel_size=kernel_size,
-            stride=stride,
-            padding=padding,
-            data_format=data_format,
-            output_format=output_format,
-        ),
+    (grad_input,) = build_call(
+        BACKWARD, [grad_output, input, output], [input.type], kernel_size=kernel_size, stride=stride,
+        padding=padding, data_format=data_format, output_format=output_format,
     )
-    # The rule is metadata for Shardy; a context without the sdy dialect (not
-    # JAX's, not ours) cannot hold it, and the call is complete without it.
-    if output_format == data_format and call.context.is_registered_operation("sdy.mesh"):
-        call.attributes["sdy.sharding_rule"] = sharding_rule(
-            ir.RankedTensorType(grad_output.type).shape, ir.RankedTensorType(input.type).shape, data_format
-        )
-    return call.results[0]
+    return grad_input

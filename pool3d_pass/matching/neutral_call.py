@@ -1,7 +1,8 @@
-"""Recognise the contract's neutral call, so a later run can bind it to a platform.
+"""Recognise the contract's neutral calls, so a later run can bind them to a platform.
 
-`pool3d-opt` (target neutral) leaves `custom_call @pool3d.max_pooling_3d_backward`
-with `api_version = 4` and its attributes in `backend_config`. Running the
+`pool3d-opt` (target neutral) leaves `custom_call @pool3d.max_pooling_3d_*`
+(any of the contract's calls) with `api_version = 4` and its attributes in
+`backend_config`. Running the
 pass again with `--target=P` splices P's binding in its place. A call already
 bound (the CPU binding's own call has `api_version = 1` and
 `mhlo.backend_config`, the spelling of `jax.ffi.ffi_call`) is not neutral.
@@ -14,11 +15,24 @@ from dataclasses import dataclass
 import numpy as np
 from jaxlib.mlir import ir
 
-from pool3d_pass.contract import API_VERSION_TYPED_FFI, ATTRIBUTE_NAMES, TARGET_NAME
+from pool3d_pass.contract import (
+    API_VERSION_TYPED_FFI,
+    ATTRIBUTE_NAMES,
+    BACKWARD,
+    BACKWARD_FROM_INDICES,
+    BACKWARD_FROM_INPUT,
+    FORWARD,
+    TARGETS,
+)
+
+_CALL_OF_TARGET = {target: call for call, target in TARGETS.items()}
+# (operands, results) of each call.
+_ARITY = {BACKWARD: (3, 1), FORWARD: (1, 2), BACKWARD_FROM_INDICES: (2, 1), BACKWARD_FROM_INPUT: (2, 1)}
 
 
 @dataclass(frozen=True)
 class NeutralCall:
+    call: str  # a key of contract.TARGETS
     kernel_size: tuple[int, ...]
     stride: tuple[int, ...]
     padding: tuple[int, ...]
@@ -29,20 +43,22 @@ class NeutralCall:
 def read_neutral_call(op: ir.OpView) -> NeutralCall | None:
     """The contract attributes of `op` if it is an unbound neutral call, else None."""
     attributes = op.attributes
-    if ir.StringAttr(attributes["call_target_name"]).value != TARGET_NAME:
+    call = _CALL_OF_TARGET.get(ir.StringAttr(attributes["call_target_name"]).value)
+    if call is None:
         return None
     if "api_version" not in attributes or ir.IntegerAttr(attributes["api_version"]).value != API_VERSION_TYPED_FFI:
         return None
     config = attributes["backend_config"] if "backend_config" in attributes else None
     if not isinstance(config, ir.DictAttr) or any(name not in config for name in ATTRIBUTE_NAMES):
         return None
-    if len(op.operands) != 3 or len(op.results) != 1:
+    if (len(op.operands), len(op.results)) != _ARITY[call]:
         return None
 
     def triple(name):
         return tuple(int(v) for v in np.asarray(config[name]).reshape(-1))
 
     return NeutralCall(
+        call=call,
         kernel_size=triple("kernel_size"),
         stride=triple("stride"),
         padding=triple("padding"),

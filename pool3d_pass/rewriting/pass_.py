@@ -21,22 +21,25 @@ directly on a module (`rewrite`) or on text (`rewrite_text`).
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 
 from jaxlib.mlir import ir, passmanager
 from jaxlib.mlir._mlir_libs._mlir import rewrite as mlir_rewrite
 from jaxlib.mlir.dialects import stablehlo
 
-from pool3d_pass.bindings.registry import NEUTRAL, Binding, CallSignature, binding_for
+from pool3d_pass.bindings.registry import AUTO, NEUTRAL, RECOMPUTE, STRATEGIES, Binding, CallSignature, binding_for
+from pool3d_pass.contract import BACKWARD, INDEX_TYPE
 from pool3d_pass.ir_context import make_context
 from pool3d_pass.matching import NoMatch, match_pool_gradient
 from pool3d_pass.matching import ir_utils as u
-from pool3d_pass.matching.forward import find_forward_output
+from pool3d_pass.matching.forward import find_forward
 from pool3d_pass.matching.neutral_call import read_neutral_call
 from pool3d_pass.report import Miss, Rewrite, RewriteReport
-from pool3d_pass.rewriting.max_pool_backward import build_replacement
+from pool3d_pass.rewriting import emit
+from pool3d_pass.rewriting.layer import SavedForward, build_from_indices, build_from_input, replace_forward
+from pool3d_pass.rewriting.recompute import build_recompute
 from pool3d_pass.rewriting.splice import call_binding
+from pool3d_pass.rewriting.strategy import BARE_INDICES, FORWARD_REPLACED, FUSED, Plan, StrategyChooser
 
 PASS_NAME = "Pool3dMaxPoolBackward"
 PASS_ARGUMENT = "pool3d-max-pool-backward"
@@ -53,13 +56,16 @@ _MATCHED = False
 class _PassRun:
     """State of one application of the patterns to one operation."""
 
-    def __init__(self, filename: str | None, target: str, mesh=None):
+    def __init__(self, filename: str | None, target: str, mesh=None, strategy: str = AUTO):
         self.filename = filename
         self.target = target
         self.mesh = mesh
         self.binding: Binding | None = None if target == NEUTRAL else binding_for(target)
-        self.report = RewriteReport()
+        self.emit = emit.neutral() if target == NEUTRAL else emit.binding(self.binding, mesh)
+        self.chooser = StrategyChooser(strategy, target, self.binding, mesh)
+        self.report = RewriteReport(strategy=self.chooser.strategy)
         self.pending_folds: list[tuple[ir.OpView, ir.OpView | None]] = []
+        self.saved_forwards: dict[ir.Operation, SavedForward] = {}
 
     def patterns(self) -> mlir_rewrite.FrozenRewritePatternSet:
         patterns = mlir_rewrite.RewritePatternSet()
@@ -73,19 +79,17 @@ class _PassRun:
         self.report.candidates += 1
         try:
             match = match_pool_gradient(op)
-            kernel_call = self.kernel_call(match)
+            if self.target != NEUTRAL and self.binding is None:
+                raise NoMatch(f"no pool3d binding for platform '{self.target}'; nothing is rewritten there")
+            forward = find_forward(match)
+            plan = self.chooser.plan(match, has_forward=forward is not None)
         except NoMatch as reason:
             self.report.add(Miss(u.format_location(op.location, self.filename), str(reason)))
             return _NO_MATCH
 
-        forward_output = find_forward_output(match)
-        if forward_output is None:
-            self.report.forward_inserted += 1
-        else:
-            self.report.forward_reused += 1
-        grad_input = build_replacement(match, forward_output, **kernel_call)
+        grad_input = self.build(match, forward, plan)
         self.report.rewritten += 1
-        self.report.add(Rewrite(u.format_location(op.location, self.filename), _describe(match, forward_output)))
+        self.report.add(Rewrite(u.format_location(op.location, self.filename), _describe(match, plan, forward)))
 
         if match.slice is not None:
             low = [lo for lo, _ in match.window.padding]
@@ -101,27 +105,60 @@ class _PassRun:
         _erase_if_unused(rewriter, u.defining_op(match.zero))
         return _MATCHED
 
+    def build(self, match, forward: ir.OpView | None, plan: Plan) -> ir.Value:
+        """Emit the replacement `plan` names; return the gradient w.r.t. the unpadded input."""
+        if plan.kind == FORWARD_REPLACED:
+            saved = self.saved_forwards.get(forward.operation)
+            if saved is None:
+                saved = self.saved_forwards[forward.operation] = replace_forward(match, forward, self.emit)
+                self.report.forward_replaced += 1
+            assert saved.geometry == match.geometry, (saved.geometry, match.geometry)
+            self.report.from_indices += 1
+            return build_from_indices(match, saved, self.emit)
+        if plan.kind in (FUSED, BARE_INDICES):
+            self.report.from_input += 1
+            return build_from_input(match, self.emit, fused=plan.kind == FUSED)
+        if forward is None:
+            self.report.forward_inserted += 1
+        else:
+            self.report.forward_reused += 1
+        return build_recompute(match, None if forward is None else forward.results[0], self.emit)
+
+    def erase_replaced_forwards(self) -> None:
+        """The forwards the forward call replaced, now without uses, and what only they used."""
+        for forward in self.saved_forwards:
+            _erase_unused_chain(forward)
+
     def bind_neutral_call(self, op: ir.OpView, rewriter) -> bool:
         call = read_neutral_call(op)
         if call is None:
             return _NO_MATCH
-        dtypes = [str(ir.ShapedType(v.type).element_type) for v in op.operands]
-        signature = CallSignature(*dtypes, call.kernel_size, call.stride, call.padding, call.data_format, call.output_format)
+        dtype = str(ir.ShapedType(op.operands[0].type).element_type)
+        float_types = [str(ir.ShapedType(v.type).element_type) for v in (*op.operands, *op.results)]
+        float_types = [t for t in float_types if t != INDEX_TYPE] or [dtype]
+        signature = CallSignature(
+            *(float_types + [float_types[-1]] * 3)[:3], call.kernel_size, call.stride, call.padding,
+            call.data_format, call.output_format, call.call,
+        )
         location = u.format_location(op.location, self.filename)
         reason = None
+        partitioned = self.mesh is not None
         if self.binding is None:
             reason = f"no pool3d binding for platform '{self.target}'"
-        elif (reason := self.binding.unsupported(signature)) is None and self.mesh is not None and self.binding.partitioned_function_path is None:
-            reason = f"{self.target} binding cannot be partitioned over {self.mesh.size} devices"
+        elif (reason := self.binding.unsupported(signature)) is None and not self.binding.implements(call.call, partitioned=partitioned):
+            if partitioned and call.call == BACKWARD:
+                reason = f"{self.target} binding cannot be partitioned over {self.mesh.size} devices"
+            else:
+                reason = f"{self.target} binding has no {call.call} call" + (" for several devices" if partitioned else "")
         if reason is not None:
             self.report.add(Miss(location, f"neutral call left unbound: {reason}"))
             return _NO_MATCH
         with ir.InsertionPoint(op.operation), op.location:
-            grad_input = call_binding(
+            results = call_binding(
                 self.binding,
-                grad_output=op.operands[0],
-                input=op.operands[1],
-                output=op.operands[2],
+                call.call,
+                list(op.operands),
+                [r.type for r in op.results],
                 kernel_size=call.kernel_size,
                 stride=call.stride,
                 padding=call.padding,
@@ -129,23 +166,10 @@ class _PassRun:
                 output_format=call.output_format,
                 mesh=self.mesh,
             )
-        rewriter.replace_op(op, [grad_input])
+        rewriter.replace_op(op, results)
         self.report.bound += 1
         self.report.add(Rewrite(location, f"neutral call bound to the {self.target} binding"))
         return _MATCHED
-
-    def kernel_call(self, match) -> dict:
-        """Keyword arguments for build_replacement: the neutral call, or the target's binding."""
-        if self.target == NEUTRAL:
-            return {}
-        if self.binding is None:
-            raise NoMatch(f"no pool3d binding for platform '{self.target}'; nothing is rewritten there")
-        reason = self.binding.unsupported(_signature(match))
-        if reason is not None:
-            raise NoMatch(f"{self.target} binding: {reason}")
-        if self.mesh is not None and self.binding.partitioned_function_path is None:
-            raise NoMatch(f"{self.target} binding cannot be partitioned over {self.mesh.size} devices")
-        return {"kernel_call": functools.partial(call_binding, self.binding, mesh=self.mesh)}
 
     def fold_slice_of_created_pad(self, op: ir.OpView, rewriter) -> bool:
         producer = u.defining_op(op.operands[0])
@@ -161,19 +185,20 @@ class _PassRun:
         return _NO_MATCH
 
 
-def _signature(match) -> CallSignature:
-    g = match.geometry
-    dtype = str(match.element_type)
-    return CallSignature(dtype, dtype, dtype, g.kernel_size, g.stride, g.padding, g.data_format, g.data_format)
-
-
-def _describe(match, forward_output) -> str:
+def _describe(match, plan: Plan, forward) -> str:
     g = match.geometry
     parts = [
         f"{g.data_format} kernel_size={list(g.kernel_size)} stride={list(g.stride)} padding={list(g.padding)}",
         f"{match.element_type}",
-        "forward max-pool reused" if forward_output is not None else "forward max-pool inserted",
+        {
+            FORWARD_REPLACED: "indices strategy: forward max-pool replaced by the forward call, gradient from its indices",
+            FUSED: "indices strategy: no forward max-pool, one fused call from the input",
+            BARE_INDICES: "indices strategy: no forward max-pool, forward call inserted, gradient from its indices",
+            RECOMPUTE: "forward max-pool reused" if forward is not None else "forward max-pool inserted",
+        }[plan.kind],
     ]
+    if plan.note:
+        parts.append(f"recompute strategy: {plan.note}")
     if g.has_remainder:
         parts.append(f"asymmetric padding remainder low={list(g.remainder_low)} high={list(g.remainder_high)} kept as -inf pad")
     return ", ".join(parts)
@@ -195,13 +220,29 @@ def _erase_if_unused(rewriter, op: ir.OpView | None) -> None:
             _erase_if_unused(rewriter, producer)
 
 
+_ERASABLE_PRODUCERS = ("stablehlo.constant", "stablehlo.broadcast_in_dim", "stablehlo.pad")
+
+
+def _erase_unused_chain(op: ir.Operation) -> None:
+    """Erase `op` if nothing uses it, then the side-effect-free producers only it used."""
+    if any(_has_uses(result) for result in op.results):
+        return
+    operands = list(op.operands)
+    op.erase()
+    for operand in operands:
+        producer = u.defining_op(operand)
+        if u.op_name(producer) in _ERASABLE_PRODUCERS:
+            _erase_unused_chain(producer.operation)
+
+
 def _run_callable(
-    on_report: Callable[[RewriteReport], None] | None, filename: str | None, target: str, mesh
+    on_report: Callable[[RewriteReport], None] | None, filename: str | None, target: str, mesh, strategy: str
 ):
     def run(op: ir.Operation, pass_) -> None:
-        state = _PassRun(filename, target, mesh)
+        state = _PassRun(filename, target, mesh, strategy)
         try:
             mlir_rewrite.walk_and_apply_patterns(op, state.patterns())
+            state.erase_replaced_forwards()
         except Exception:  # a bug in a pattern: fail the pass rather than emit half-rewritten IR
             pass_.signal_pass_failure()
             raise
@@ -221,20 +262,25 @@ def add_pass(
     filename: str | None = None,
     target: str = NEUTRAL,
     mesh=None,
+    strategy: str = AUTO,
 ) -> None:
     """Append the pass to `pm`; `on_report` receives each run's report.
 
-    `target` is "neutral" (the platform-neutral call of docs/contract.md) or a
+    `target` is "neutral" (the platform-neutral calls of docs/contract.md) or a
     platform with a binding ("cpu", "neuron", ...), whose binding is spliced in.
     A binding whose packages are missing raises ImportError here, naming them.
     `mesh` (a `jax.sharding.Mesh` of the program's devices) asks for the
     binding's partitionable version, for programs compiled for several devices.
+    `strategy` is "auto" (the platform's choice; recompute for neutral output),
+    "recompute" or "indices" (see rewriting/strategy.py).
     """
+    if strategy not in STRATEGIES:
+        raise ValueError(f"unknown strategy {strategy!r}; expected one of {', '.join(STRATEGIES)}")
     binding = binding_for(target)
     if binding is not None:
         binding.require()
     pm.add(
-        _run_callable(on_report, filename, target, mesh),
+        _run_callable(on_report, filename, target, mesh, strategy),
         name=PASS_NAME,
         argument=PASS_ARGUMENT,
         description=PASS_DESCRIPTION,
@@ -242,22 +288,22 @@ def add_pass(
 
 
 def rewrite(
-    module: ir.Module, *, target: str = NEUTRAL, filename: str | None = None, mesh=None
+    module: ir.Module, *, target: str = NEUTRAL, filename: str | None = None, mesh=None, strategy: str = AUTO
 ) -> RewriteReport:
     """Rewrite every max-pool gradient in `module` in place; the module is verified after."""
     total = RewriteReport()
     with module.context:
         pm = passmanager.PassManager("builtin.module")
-        add_pass(pm, on_report=total.merge, filename=filename, target=target, mesh=mesh)
+        add_pass(pm, on_report=total.merge, filename=filename, target=target, mesh=mesh, strategy=strategy)
         pm.run(module.operation)
     return total
 
 
 def rewrite_text(
-    text: str, *, target: str = NEUTRAL, filename: str | None = None
+    text: str, *, target: str = NEUTRAL, filename: str | None = None, strategy: str = AUTO
 ) -> tuple[str, RewriteReport]:
     """Parse `text`, rewrite it, and return (printed module, report)."""
     with make_context():
         module = ir.Module.parse(text)
-        report = rewrite(module, target=target, filename=filename)
+        report = rewrite(module, target=target, filename=filename, strategy=strategy)
         return str(module), report

@@ -1,6 +1,6 @@
-"""Splice a binding in place of the neutral call: lower it with JAX, move its ops in.
+"""Splice a binding in place of a neutral call: lower it with JAX, move its ops in.
 
-The binding function is lowered by `jax.jit(...).trace(...).lower(
+The binding's function for the call is lowered by `jax.jit(...).trace(...).lower(
 lowering_platforms=(platform,))` for the call's exact shapes, dtypes and
 attributes (cached: a model with a hundred identical pools lowers once) and
 parsed into the target module's context. Its `main` ops are moved in front of
@@ -17,8 +17,9 @@ import functools
 from jaxlib.mlir import ir
 
 from pool3d_pass.bindings.registry import Binding
+from pool3d_pass.contract import BACKWARD_FROM_INDICES
 
-_NUMPY_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}
+_NUMPY_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "i16": "int16"}
 
 
 class BindingLoweringError(RuntimeError):
@@ -26,11 +27,11 @@ class BindingLoweringError(RuntimeError):
 
 
 @functools.cache  # unbounded: a partitioned lowering's callbacks live as long as its entry
-def _lowered(binding: Binding, operand_specs: tuple, attributes: tuple, mesh=None):
+def _lowered(binding: Binding, call: str, operand_specs: tuple, attributes: tuple, mesh=None):
     import jax
     import jax.numpy as jnp
 
-    function = functools.partial(binding.function(partitioned=mesh is not None), **dict(attributes))
+    function = functools.partial(binding.function(call, partitioned=mesh is not None), **dict(attributes))
     avals = [jax.ShapeDtypeStruct(shape, jnp.dtype(_NUMPY_DTYPES[dtype])) for shape, dtype in operand_specs]
     jit_options = {}
     if mesh is not None:
@@ -45,7 +46,7 @@ def _lowered(binding: Binding, operand_specs: tuple, attributes: tuple, mesh=Non
     except ImportError:
         raise
     except Exception as error:  # JAX's errors are many; the pass reports one line
-        raise BindingLoweringError(f"{binding.platform} binding failed to lower: {error}") from error
+        raise BindingLoweringError(f"{binding.platform} binding failed to lower {call}: {error}") from error
     # Keep `lowered`: it holds custom_partitioning's callbacks, which XLA's
     # partitioner looks up (weakly referenced by JAX) when the program compiles.
     return lowered.as_text(), lowered
@@ -92,23 +93,23 @@ def _main_function(module: ir.Module) -> ir.OpView:
 
 def call_binding(
     binding: Binding,
+    call: str,
+    operands,
+    result_types,
     *,
-    grad_output: ir.Value,
-    input: ir.Value,  # noqa: A002 - the kernel's parameter name
-    output: ir.Value,
     kernel_size,
     stride,
     padding,
     data_format: str,
     output_format: str | None = None,
     mesh=None,
-) -> ir.Value:
-    """Emit `binding` for these operands at the current insertion point; return grad_input.
+) -> list[ir.Value]:
+    """Emit `binding`'s function for `call` on these operands at the current insertion point.
 
-    With a `jax.sharding.Mesh` of the program's devices, the binding's
-    partitionable version is lowered for that mesh.
+    Same signature and results as `contract.custom_call.build_call`. With a
+    `jax.sharding.Mesh` of the program's devices, the binding's partitionable
+    version is lowered for that mesh.
     """
-    operands = [grad_output, input, output]
     attributes = (
         ("kernel_size", tuple(kernel_size)),
         ("stride", tuple(stride)),
@@ -116,7 +117,9 @@ def call_binding(
         ("data_format", data_format),
         ("output_format", output_format or data_format),
     )
-    text, _ = _lowered(binding, tuple(_spec(v) for v in operands), attributes, mesh)
+    if call == BACKWARD_FROM_INDICES:  # the result's shape is the forward input's
+        attributes += (("input_shape", tuple(ir.RankedTensorType(result_types[0]).shape)),)
+    text, _ = _lowered(binding, call, tuple(_spec(v) for v in operands), attributes, mesh)
 
     source = ir.Module.parse(text)
     main = _main_function(source)
@@ -128,5 +131,10 @@ def call_binding(
     *ops, terminator = list(body.operations)
     for op in ops:
         insertion_point.insert(op.detach_from_parent())
-    (result,) = terminator.operands
-    return result
+    results = list(terminator.operands)
+    if [r.type for r in results] != list(result_types):
+        raise BindingLoweringError(
+            f"{binding.platform} binding of {call} returned {[str(r.type) for r in results]}, "
+            f"expected {[str(t) for t in result_types]}"
+        )
+    return results

@@ -1,0 +1,84 @@
+"""Which replacement each max-pool gradient gets: the strategy asked for, and what the platform runs.
+
+`auto` is the platform's own choice: `indices` where its binding implements
+the layer calls (forward, from indices, from input), `recompute` where it has
+only the backward call (Neuron: the NKI kernel), and `recompute` for neutral
+output, so the NKI path never changes. Asked for `indices`, a gradient gets:
+
+* `forward`: the dominating forward reduce_window becomes the forward call and
+  the gradient the from-indices call;
+* `fused`: with no dominating forward, the one fused from-input call;
+* `bare-indices`: the same without the fused call: forward call + from-indices;
+* otherwise `recompute`, with a note saying which call the binding lacks.
+
+No plan ever contains a call the binding cannot run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pool3d_pass.bindings.registry import AUTO, INDICES, RECOMPUTE, STRATEGIES, Binding, CallSignature
+from pool3d_pass.contract import BACKWARD, BACKWARD_FROM_INDICES, BACKWARD_FROM_INPUT, FORWARD
+from pool3d_pass.matching import NoMatch, PoolGradient
+
+FORWARD_REPLACED = "forward"
+FUSED = "fused"
+BARE_INDICES = "bare-indices"
+
+
+@dataclass(frozen=True)
+class Plan:
+    kind: str  # RECOMPUTE, FORWARD_REPLACED, FUSED or BARE_INDICES
+    note: str | None = None  # why the asked-for strategy was not used
+
+
+class StrategyChooser:
+    def __init__(self, requested: str, target: str, binding: Binding | None, mesh=None):
+        if requested not in STRATEGIES:
+            raise ValueError(f"unknown strategy {requested!r}; expected one of {', '.join(STRATEGIES)}")
+        self.target = target
+        self.binding = binding
+        self.mesh = mesh
+        self.neutral = binding is None
+        if requested != AUTO:
+            self.strategy = requested
+        elif self.neutral:
+            self.strategy = RECOMPUTE
+        else:
+            self.strategy = binding.preferred_strategy(partitioned=mesh is not None)
+
+    def refusal(self, call: str, match: PoolGradient) -> str | None:
+        """Why `call` cannot be emitted for `match` (None: it can)."""
+        if self.neutral:
+            return None
+        g = match.geometry
+        dtype = str(match.element_type)
+        signature = CallSignature(dtype, dtype, dtype, g.kernel_size, g.stride, g.padding, g.data_format, g.data_format, call)
+        reason = self.binding.unsupported(signature)
+        if reason is not None:
+            return f"{self.target} binding: {reason}"
+        partitioned = self.mesh is not None
+        if not self.binding.implements(call, partitioned=partitioned):
+            if partitioned and call == BACKWARD:
+                return f"{self.target} binding cannot be partitioned over {self.mesh.size} devices"
+            return f"{self.target} binding has no {call} call" + (" for several devices" if partitioned else "")
+        return None
+
+    def plan(self, match: PoolGradient, *, has_forward: bool) -> Plan:
+        """The replacement of `match`, or NoMatch naming why nothing can replace it."""
+        note = None
+        if self.strategy == INDICES:
+            refusals = {call: self.refusal(call, match) for call in (FORWARD, BACKWARD_FROM_INDICES, BACKWARD_FROM_INPUT)}
+            layer_pair = refusals[FORWARD] is None and refusals[BACKWARD_FROM_INDICES] is None
+            if has_forward and layer_pair:
+                return Plan(FORWARD_REPLACED)
+            if refusals[BACKWARD_FROM_INPUT] is None:
+                return Plan(FUSED)
+            if layer_pair:
+                return Plan(BARE_INDICES)
+            note = "indices strategy not possible (" + "; ".join(r for r in refusals.values() if r) + ")"
+        reason = self.refusal(BACKWARD, match)
+        if reason is not None:
+            raise NoMatch(reason if note is None else f"{note}; {reason}")
+        return Plan(RECOMPUTE, note)
