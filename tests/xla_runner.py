@@ -25,7 +25,9 @@ Inputs go through ``jax.device_put`` (public), so bf16 works via ml_dtypes
 (``np.dtype("bfloat16")`` / ``ml_dtypes.bfloat16``); inputs are cast to the
 parameter types declared by ``main`` when the dtype differs and the shapes are
 checked first, so a mismatch fails with a readable message instead of an XLA
-error. Compiled executables are cached by module text.
+error. 64-bit arguments (f64, i64: TensorFlow's step counters, torch-xla's
+f64) are transferred under JAX's x64 mode, which ``jax.device_put`` otherwise
+narrows to 32 bits. Compiled executables are cached by module text.
 
 Modules containing custom calls work if the target is registered with XLA's
 CPU FFI registry in this process (e.g. via ``jax.ffi.register_ffi_target``).
@@ -33,6 +35,7 @@ CPU FFI registry in this process (e.g. via ``jax.ffi.register_ffi_target``).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
 from typing import Sequence
@@ -112,6 +115,16 @@ def main_signature(text: str) -> list[tuple[tuple[int, ...], np.dtype]]:
     raise ValueError("module has no func.func @main")
 
 
+def _x64(enabled: bool):
+    """JAX's x64 mode for the transfers: without it ``jax.device_put`` narrows f64/i64 to 32 bits."""
+    if not enabled:
+        return contextlib.nullcontext()
+    enable_x64 = getattr(jax, "enable_x64", None)
+    if enable_x64 is None:  # older JAX spells it jax.experimental.enable_x64
+        from jax.experimental import enable_x64
+    return enable_x64(True)
+
+
 def run_stablehlo(text: str, args: Sequence[np.ndarray]) -> list[np.ndarray]:
     """Compile ``text`` (StableHLO MLIR) on XLA:CPU, run ``main(*args)``.
 
@@ -123,15 +136,16 @@ def run_stablehlo(text: str, args: Sequence[np.ndarray]) -> list[np.ndarray]:
         raise ValueError(f"main takes {len(sig)} arguments, got {len(args)}")
     _, device = _cpu_device()
     bufs = []
-    for i, ((shape, dtype), a) in enumerate(zip(sig, args)):
-        a = np.asarray(a)
-        if a.shape != shape:
-            raise ValueError(f"argument {i}: shape {a.shape} != main's {shape}")
-        if a.dtype != dtype:
-            a = a.astype(dtype)
-        bufs.append(jax.device_put(a, device))
-    exe = _compile(text)
-    results = exe.execute_sharded(bufs)
-    per_output = results.disassemble_into_single_device_arrays()
+    with _x64(any(dtype.itemsize == 8 for _, dtype in sig)):
+        for i, ((shape, dtype), a) in enumerate(zip(sig, args)):
+            a = np.asarray(a)
+            if a.shape != shape:
+                raise ValueError(f"argument {i}: shape {a.shape} != main's {shape}")
+            if a.dtype != dtype:
+                a = a.astype(dtype)
+            bufs.append(jax.device_put(a, device))
+        exe = _compile(text)
+        results = exe.execute_sharded(bufs)
+        per_output = results.disassemble_into_single_device_arrays()
     # one list per output, each holding one array per device (one device here)
     return [np.asarray(shards[0]) for shards in per_output]
