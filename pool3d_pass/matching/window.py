@@ -96,15 +96,33 @@ def fold_to_kernel(
     begin, end = _pooled_span(window)
     pooled = range(begin, end)
 
+    padding = list(window.padding)
+    for d in pooled:
+        low, high = padding[d]
+        k, s, n = window.dimensions[d], window.strides[d], input_shape[d]
+        n_out = (n + low + high - k) // s + 1
+        if n_out != output_shape[d] or n_out < 1:
+            raise GeometryMismatch(
+                f"gradient shape {list(output_shape)} does not match window over {list(input_shape)}"
+            )
+        last_start = (n_out - 1) * s - low
+        if low >= k or last_start >= n:
+            raise GeometryMismatch(
+                f"padding {list(window.padding[d])} of dimension {d} puts a whole window of {k} in padding"
+            )
+        # High padding beyond the last window's reach is never read: drop it (not
+        # below the low side's, which keeps the symmetric part), so that no
+        # explicit pad grows with an absurd padding attribute.
+        padding[d] = (low, min(high, max(last_start + k - n, low)))
     window_elements = math.prod(window.dimensions[d] for d in pooled)
     if window_elements > MAX_WINDOW_ELEMENTS:
         raise GeometryMismatch(
             f"window has {window_elements} elements; the kernel allows at most {MAX_WINDOW_ELEMENTS}"
         )
 
-    symmetric = [min(window.padding[d]) for d in range(rank)]
-    remainder_low = tuple(window.padding[d][0] - symmetric[d] for d in range(rank))
-    remainder_high = tuple(window.padding[d][1] - symmetric[d] for d in range(rank))
+    symmetric = [min(padding[d]) for d in range(rank)]
+    remainder_low = tuple(padding[d][0] - symmetric[d] for d in range(rank))
+    remainder_high = tuple(padding[d][1] - symmetric[d] for d in range(rank))
     if not allow_low_remainder and any(remainder_low):
         raise GeometryMismatch(
             f"padding {list(window.padding)} is larger on the low side than the high side"
