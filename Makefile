@@ -9,7 +9,9 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml setup.py $(wildcard pool3d_pass/bindings/cpu/*.cc pool3d_pass/bindings/cpu/*.h)
+KERNEL_SOURCES := $(shell find pool3d_pass/bindings/cpu -name '*.cc' -o -name '*.h')
+
+$(STAMP): pyproject.toml setup.py $(KERNEL_SOURCES)
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PIP) install --upgrade pip setuptools wheel
 	# jaxlib first: the CPU kernel is compiled against its XLA FFI headers.

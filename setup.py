@@ -1,13 +1,15 @@
-"""Build script: compiles the CPU kernel of pool3d.max_pooling_3d_backward.
+"""Build script: compiles the CPU kernels of the pool3d custom calls.
 
 Everything else about the package lives in pyproject.toml. The one C++
-extension, ``pool3d_pass.bindings.cpu._kernel``, is an XLA typed-FFI handler
-compiled against the FFI headers that ship inside the installed ``jaxlib``
+extension, ``pool3d_pass.bindings.cpu._kernel``, holds the XLA typed-FFI
+handlers (every ``.cc`` under ``pool3d_pass/bindings/cpu/``: the kernel
+library in ``kernels/``, the handlers, the CPython module), compiled against the FFI headers that ship inside the installed ``jaxlib``
 wheel (``jaxlib/include``; the same folder ``jax.ffi.include_dir()`` returns).
 pyproject.toml lists jaxlib as a build requirement; with
 ``--no-build-isolation`` the jaxlib of the current environment is used.
 """
 
+import glob
 import importlib.util
 import os
 
@@ -55,8 +57,9 @@ setup(
     ext_modules=[
         Extension(
             "pool3d_pass.bindings.cpu._kernel",
-            sources=["pool3d_pass/bindings/cpu/max_pooling_3d_backward.cc"],
-            include_dirs=[_ffi_include_dir()],
+            sources=sorted(glob.glob("pool3d_pass/bindings/cpu/**/*.cc", recursive=True)),
+            include_dirs=["pool3d_pass/bindings/cpu", _ffi_include_dir()],
+            depends=sorted(glob.glob("pool3d_pass/bindings/cpu/**/*.h", recursive=True)),
             language="c++",
         )
     ],

@@ -9,17 +9,23 @@ semantics are in docs/contract.md.
 The environment variable POOL3D_CPU_THREADS, read at every call, overrides the
 kernel's thread count (default: hardware threads, at most 8, and one thread
 for problems under 64K elements).
+
+The environment variable POOL3D_KERNEL_LIBRARY, read by the first
+`register()`, loads the extension from that file instead of the installed
+`_kernel` module (e.g. a sanitizer build, `make sanitize`).
 """
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import threading
 from collections.abc import Sequence
 
 import jax
 import numpy as np
 
-from pool3d_pass.contract import ATTRIBUTE_NAMES, LAYOUTS, TARGET_NAME
+from pool3d_pass.contract import ATTRIBUTE_NAMES, LAYOUTS, TARGET_NAME, TARGETS
 
 __all__ = ["TARGET_NAME", "ATTRIBUTE_NAMES", "register", "is_registered", "max_pooling_3d_backward"]
 
@@ -27,23 +33,46 @@ _lock = threading.Lock()
 _registered = False
 
 
+def _load_kernel_module():
+    path = os.environ.get("POOL3D_KERNEL_LIBRARY")
+    if path:
+        spec = importlib.util.spec_from_file_location("pool3d_pass.bindings.cpu._kernel", path)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"POOL3D_KERNEL_LIBRARY={path!r} is not a loadable extension")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    try:
+        from pool3d_pass.bindings.cpu import _kernel  # noqa: PLC0415
+    except ImportError as exc:  # pragma: no cover - broken install
+        raise ImportError(
+            "the pool3d CPU kernel extension (pool3d_pass.bindings.cpu._kernel) "
+            "is not built; reinstall the package, e.g. "
+            "`pip install --no-build-isolation -e .`"
+        ) from exc
+    return _kernel
+
+
 def register() -> None:
-    """Register the CPU FFI handler under TARGET_NAME; idempotent and thread-safe."""
+    """Register every CPU FFI handler under its target name (contract.TARGETS).
+
+    Idempotent and thread-safe. The extension is the installed `_kernel`
+    module, or the file named by the environment variable
+    POOL3D_KERNEL_LIBRARY when set (read here, once per process).
+    """
     global _registered
     if _registered:
         return
     with _lock:
         if _registered:
             return
-        try:
-            from pool3d_pass.bindings.cpu import _kernel  # noqa: PLC0415
-        except ImportError as exc:  # pragma: no cover - broken install
-            raise ImportError(
-                "the pool3d CPU kernel extension (pool3d_pass.bindings.cpu._kernel) "
-                "is not built; reinstall the package, e.g. "
-                "`pip install --no-build-isolation -e .`"
-            ) from exc
-        jax.ffi.register_ffi_target(TARGET_NAME, _kernel.handler(), platform="cpu")
+        module = _load_kernel_module()
+        if hasattr(module, "handlers"):
+            handlers = module.handlers()
+        else:  # an extension built before the layer kernels existed
+            handlers = {"backward": module.handler()}
+        for kind, capsule in handlers.items():
+            jax.ffi.register_ffi_target(TARGETS[kind], capsule, platform="cpu")
         _registered = True
 
 

@@ -1,0 +1,37 @@
+// pool3d.max_pooling_3d_backward: element type and layout dispatch.
+#include "common/element_types.h"
+#include "kernels.h"
+#include "layouts.h"
+
+namespace pool3d {
+namespace {
+
+template <class T>
+void Dispatch(const Geom& g, const void* go, const void* x, const void* y,
+              void* dx) {
+  using M = typename T::M;
+  auto* gm = static_cast<const M*>(go);
+  auto* xm = static_cast<const M*>(x);
+  auto* ym = static_cast<const M*>(y);
+  auto* dm = static_cast<M*>(dx);
+  if (g.in_cl != g.out_cl) return BackwardGeneric<T>(g, xm, ym, gm, dm);
+  if (g.in_cl) return BackwardNdhwc<T>(g, xm, ym, gm, dm);
+  return BackwardNcdhw<T>(g, xm, ym, gm, dm);
+}
+
+}  // namespace
+
+void MaxPool3dBackward(const Geom& g, ElementType t, const void* grad_output,
+                       const void* input, const void* output,
+                       void* grad_input) {
+  switch (t) {
+    case ElementType::kF32:
+      return Dispatch<F32T>(g, grad_output, input, output, grad_input);
+    case ElementType::kBF16:
+      return Dispatch<BF16T>(g, grad_output, input, output, grad_input);
+    case ElementType::kF16:
+      return Dispatch<F16T>(g, grad_output, input, output, grad_input);
+  }
+}
+
+}  // namespace pool3d

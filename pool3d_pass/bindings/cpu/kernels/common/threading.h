@@ -1,0 +1,71 @@
+// Threading shared by the kernels: how many threads a call uses, and a
+// parallel loop over independent work items.
+//
+// Every kernel splits its work so that no two items write the same output
+// element; ParallelFor only hands items out. An exception thrown by an item
+// (std::bad_alloc from a scratch vector) stops the loop and is rethrown on the
+// calling thread, where the FFI handler turns it into an error: it never
+// reaches std::terminate.
+#ifndef POOL3D_KERNELS_COMMON_THREADING_H_
+#define POOL3D_KERNELS_COMMON_THREADING_H_
+
+#include <atomic>
+#include <cstdint>
+#include <exception>
+#include <mutex>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+namespace pool3d {
+
+// Threads for n_items items over total_elements elements: the environment
+// variable POOL3D_CPU_THREADS if set (> 0), else hardware threads (at most 8),
+// one thread under 64K elements; never more than n_items or 64.
+int ThreadCount(int64_t n_items, int64_t total_elements);
+
+// Channels per block for channels-last kernels: enough blocks to feed the
+// threads, each a multiple of 8 where possible.
+int64_t ChannelBlock(int64_t C, int64_t other_items, int threads_hint);
+
+// Runs fn(item, scratch) for item in [0, n_items) on `threads` threads; items
+// are handed out dynamically. Each thread owns one Scratch object.
+template <class Scratch, class Fn>
+void ParallelFor(int64_t n_items, int threads, Fn fn) {
+  if (n_items <= 0) return;
+  if (threads <= 1) {
+    Scratch scratch;
+    for (int64_t i = 0; i < n_items; ++i) fn(i, scratch);
+    return;
+  }
+  std::atomic<int64_t> next{0};
+  std::exception_ptr error;
+  std::mutex error_mu;
+  auto worker = [&]() {
+    try {
+      Scratch scratch;
+      for (int64_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) <
+                      n_items;) {
+        fn(i, scratch);
+      }
+    } catch (...) {
+      next.store(n_items, std::memory_order_relaxed);
+      std::lock_guard<std::mutex> lock(error_mu);
+      if (!error) error = std::current_exception();
+    }
+  };
+  std::vector<std::thread> pool;
+  try {
+    pool.reserve(threads - 1);
+    for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
+  } catch (const std::exception&) {
+    // No more threads to be had: the ones started and this one do the work.
+  }
+  worker();
+  for (auto& th : pool) th.join();
+  if (error) std::rethrow_exception(error);
+}
+
+}  // namespace pool3d
+
+#endif  // POOL3D_KERNELS_COMMON_THREADING_H_

@@ -1,0 +1,154 @@
+// All four kernels for any pair of layouts, by direct tap-by-tap search.
+//
+// Used when output_format != data_format (the pass never emits that) and for
+// geometries whose plane or row offsets do not fit the fast paths' int32.
+// One (b, c) plane per work item, f32 accumulator per plane: correct rather
+// than fast.
+#include <cstdint>
+#include <vector>
+
+#include "common/element_types.h"
+#include "common/geometry.h"
+#include "common/threading.h"
+#include "common/window_scan.h"
+#include "layouts.h"
+
+namespace pool3d {
+namespace {
+
+struct PlaneScratch {
+  std::vector<float> acc;
+};
+
+// Runs body(p, xs, ys, acc) over the B * C planes, where xs / ys are the
+// element strides (b, c, d, h, w) of the input and output layouts and acc is
+// a zeroed f32 plane (D * H * W, row-major) when `with_acc`.
+template <class Body>
+void ForEachPlane(const Geom& g, bool with_acc, Body body) {
+  int64_t xs[5], ys[5];
+  LayoutStrides(g.in_cl, g.C, g.D, g.H, g.W, xs);
+  LayoutStrides(g.out_cl, g.C, g.Do, g.Ho, g.Wo, ys);
+  const int64_t planes = g.B * g.C, DHW = g.D * g.H * g.W;
+  ParallelFor<PlaneScratch>(
+      planes, ThreadCount(planes, planes * DHW),
+      [&](int64_t p, PlaneScratch& s) {
+        if (with_acc) s.acc.assign(DHW, 0.0f);
+        body(p / g.C * xs[0] + p % g.C * xs[1],
+             p / g.C * ys[0] + p % g.C * ys[1], xs, ys, s.acc.data());
+      });
+}
+
+// Visits the windows of a plane in (od, oh, ow) order: fn(d0, h0, w0, oo)
+// with the window's origin and its output offset oo within the plane.
+template <class Fn>
+void ForEachWindow(const Geom& g, const int64_t* ys, Fn fn) {
+  for (int64_t od = 0; od < g.Do; ++od)
+    for (int64_t oh = 0; oh < g.Ho; ++oh)
+      for (int64_t ow = 0; ow < g.Wo; ++ow)
+        fn(od * g.sD - g.pD, oh * g.sH - g.pH, ow * g.sW - g.pW,
+           od * ys[2] + oh * ys[3] + ow * ys[4]);
+}
+
+// Rounds the f32 plane acc into dp (strides xs).
+template <class T>
+void StorePlane(const Geom& g, const float* acc, const int64_t* xs,
+                typename T::M* dp) {
+  for (int64_t d = 0; d < g.D; ++d)
+    for (int64_t h = 0; h < g.H; ++h)
+      for (int64_t w = 0; w < g.W; ++w)
+        dp[d * xs[2] + h * xs[3] + w * xs[4]] =
+            T::FromF32(acc[(d * g.H + h) * g.W + w]);
+}
+
+}  // namespace
+
+template <class T>
+void BackwardGeneric(const Geom& g, const typename T::M* x,
+                     const typename T::M* y, const typename T::M* go,
+                     typename T::M* dx) {
+  ForEachPlane(g, true, [&](int64_t xo, int64_t yo, const int64_t* xs,
+                            const int64_t* ys, float* acc) {
+    ForEachWindow(g, ys, [&](int64_t d0, int64_t h0, int64_t w0, int64_t oo) {
+      int64_t td_lo, td_hi, th_lo, th_hi, tw_lo, tw_hi;
+      TapRange(d0, g.kD, g.D, &td_lo, &td_hi);
+      TapRange(h0, g.kH, g.H, &th_lo, &th_hi);
+      TapRange(w0, g.kW, g.W, &tw_lo, &tw_hi);
+      const typename T::M yv = y[yo + oo];
+      for (int64_t td = td_lo; td < td_hi; ++td)
+        for (int64_t th = th_lo; th < th_hi; ++th)
+          for (int64_t tw = tw_lo; tw < tw_hi; ++tw) {
+            const int64_t d = d0 + td, h = h0 + th, w = w0 + tw;
+            if (EqMask<T>(x[xo + d * xs[2] + h * xs[3] + w * xs[4]], yv)) {
+              acc[(d * g.H + h) * g.W + w] += T::ToF32(go[yo + oo]);
+              return;
+            }
+          }
+    });
+    StorePlane<T>(g, acc, xs, dx + xo);
+  });
+}
+
+template <class T>
+void ForwardGeneric(const Geom& g, const typename T::M* x, typename T::M* y,
+                    int16_t* idx) {
+  ForEachPlane(g, false, [&](int64_t xo, int64_t yo, const int64_t* xs,
+                             const int64_t* ys, float*) {
+    ForEachWindow(g, ys, [&](int64_t d0, int64_t h0, int64_t w0, int64_t oo) {
+      int32_t tap;
+      WindowFirstMax<T>(g, x + xo, xs + 2, d0, h0, w0, &y[yo + oo], &tap);
+      idx[yo + oo] = int16_t(tap);
+    });
+  });
+}
+
+template <class T>
+void FromIndicesGeneric(const Geom& g, const typename T::M* go,
+                        const int16_t* idx, typename T::M* dx) {
+  const int64_t taps = g.Taps();
+  ForEachPlane(g, true, [&](int64_t xo, int64_t yo, const int64_t* xs,
+                            const int64_t* ys, float* acc) {
+    ForEachWindow(g, ys, [&](int64_t d0, int64_t h0, int64_t w0, int64_t oo) {
+      const int64_t t = idx[yo + oo];
+      if (t < 0 || t >= taps) return;  // no selection, or not a tap
+      const int64_t d = d0 + t / (g.kH * g.kW), h = h0 + t / g.kW % g.kH,
+                    w = w0 + t % g.kW;
+      if (d < 0 || d >= g.D || h < 0 || h >= g.H || w < 0 || w >= g.W)
+        return;  // a tap in the padding
+      acc[(d * g.H + h) * g.W + w] += T::ToF32(go[yo + oo]);
+    });
+    StorePlane<T>(g, acc, xs, dx + xo);
+  });
+}
+
+template <class T>
+void FromInputGeneric(const Geom& g, const typename T::M* go,
+                      const typename T::M* x, typename T::M* dx) {
+  ForEachPlane(g, true, [&](int64_t xo, int64_t yo, const int64_t* xs,
+                            const int64_t* ys, float* acc) {
+    ForEachWindow(g, ys, [&](int64_t d0, int64_t h0, int64_t w0, int64_t oo) {
+      typename T::M m;
+      int32_t t;
+      WindowFirstMax<T>(g, x + xo, xs + 2, d0, h0, w0, &m, &t);
+      if (t < 0) return;
+      const int64_t d = d0 + t / (g.kH * g.kW), h = h0 + t / g.kW % g.kH,
+                    w = w0 + t % g.kW;
+      acc[(d * g.H + h) * g.W + w] += T::ToF32(go[yo + oo]);
+    });
+    StorePlane<T>(g, acc, xs, dx + xo);
+  });
+}
+
+#define POOL3D_INSTANTIATE(T)                                                 \
+  template void BackwardGeneric<T>(const Geom&, const T::M*, const T::M*,     \
+                                   const T::M*, T::M*);                       \
+  template void ForwardGeneric<T>(const Geom&, const T::M*, T::M*, int16_t*); \
+  template void FromIndicesGeneric<T>(const Geom&, const T::M*,               \
+                                      const int16_t*, T::M*);                 \
+  template void FromInputGeneric<T>(const Geom&, const T::M*, const T::M*,    \
+                                    T::M*);
+POOL3D_INSTANTIATE(F32T)
+POOL3D_INSTANTIATE(BF16T)
+POOL3D_INSTANTIATE(F16T)
+#undef POOL3D_INSTANTIATE
+
+}  // namespace pool3d

@@ -1,0 +1,47 @@
+// The per-layout halves of each kernel, as element-type templates
+// instantiated for F32T, BF16T and F16T in their own files; kernels.h's
+// routines dispatch to them.
+#ifndef POOL3D_KERNELS_LAYOUTS_H_
+#define POOL3D_KERNELS_LAYOUTS_H_
+
+#include <cstdint>
+
+#include "common/geometry.h"
+
+namespace pool3d {
+
+// backward_ncdhw.cc, backward_ndhwc.cc: both layouts NCDHW / NDHWC.
+template <class T>
+void BackwardNcdhw(const Geom& g, const typename T::M* x,
+                   const typename T::M* y, const typename T::M* go,
+                   typename T::M* dx);
+template <class T>
+void BackwardNdhwc(const Geom& g, const typename T::M* x,
+                   const typename T::M* y, const typename T::M* go,
+                   typename T::M* dx);
+
+// generic.cc: any pair of layouts (data_format != output_format, or
+// geometries whose offsets the fast paths keep as int32 do not fit).
+// Correct rather than fast; one (b, c) plane per work item.
+template <class T>
+void BackwardGeneric(const Geom& g, const typename T::M* x,
+                     const typename T::M* y, const typename T::M* go,
+                     typename T::M* dx);
+template <class T>
+void ForwardGeneric(const Geom& g, const typename T::M* x, typename T::M* y,
+                    int16_t* idx);
+template <class T>
+void FromIndicesGeneric(const Geom& g, const typename T::M* go,
+                        const int16_t* idx, typename T::M* dx);
+template <class T>
+void FromInputGeneric(const Geom& g, const typename T::M* go,
+                      const typename T::M* x, typename T::M* dx);
+
+// Whether the fast channels-first / channels-last searches can take g (their
+// offsets within a plane or an output row are int32).
+bool NcdhwSearchFits(const Geom& g);
+bool NdhwcSearchFits(const Geom& g);
+
+}  // namespace pool3d
+
+#endif  // POOL3D_KERNELS_LAYOUTS_H_
