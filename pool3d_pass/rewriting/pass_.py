@@ -192,8 +192,9 @@ def _describe(match, plan: Plan, forward) -> str:
         f"{match.element_type}",
         {
             FORWARD_REPLACED: "indices strategy: forward max-pool replaced by the forward call, gradient from its indices",
-            FUSED: "indices strategy: no forward max-pool, one fused call from the input",
-            BARE_INDICES: "indices strategy: no forward max-pool, forward call inserted, gradient from its indices",
+            FUSED: "indices strategy: no forward max-pool before it in its block, one fused call from the input",
+            BARE_INDICES: "indices strategy: no forward max-pool before it in its block, forward call inserted, "
+            "gradient from its indices",
             RECOMPUTE: "forward max-pool reused" if forward is not None else "forward max-pool inserted",
         }[plan.kind],
     ]
@@ -304,6 +305,8 @@ def rewrite_text(
 ) -> tuple[str, RewriteReport]:
     """Parse `text`, rewrite it, and return (printed module, report)."""
     with make_context():
-        module = ir.Module.parse(text)
+        from pool3d_pass.safe_parse import parse_module  # input limits; parses on a large stack
+
+        module = parse_module(text)
         report = rewrite(module, target=target, filename=filename, strategy=strategy)
         return str(module), report
