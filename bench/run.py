@@ -2,16 +2,23 @@
 
     python bench/run.py            # full run (make bench), 2-3 minutes on 2 cores
     python bench/run.py --quick    # smoke run on tiny shapes (make bench-quick), ~15-25 s
-    python bench/run.py --json out.json --only pool,train,pass
+    python bench/run.py --json out.json --only user,forward,pool,train,pass
+    python bench/run.py --wait-load 1.0     # first wait (up to 10 min) for a quieter machine
     python bench/run.py --table-from bench/results/latest.json   # reprint a stored run
 
 Prints Markdown tables and writes every figure, with the machine it ran on, to
 JSON (default bench/results/latest.json). Sections (one module each):
 
-1. pool_backward.py  max-pool backward per shape: XLA, rewritten program,
-                     kernel alone, torch, and the memory-bandwidth floor;
-2. train_step.py     a 3-D CNN training step, jax.jit vs pool3d_pass.jit;
-3. pass_speed.py     the pass's run time against canonicalize, JAX lowering
+1. user_view.py      the user's view per shape: "gradient only" and "forward +
+                     gradient", XLA vs pool3d_pass.jit vs PyTorch doing the same
+                     job, and which calls the rewritten program runs;
+2. forward.py        the forward alone: the pool3d forward call vs XLA's
+                     reduce_window vs torch's max_pool (with/without indices);
+3. pool_backward.py  the backward kernels alone per shape: XLA, rewritten
+                     program, each kernel, torch, the memory-bandwidth floor;
+4. train_step.py     a 3-D CNN training step, jax.jit vs pool3d_pass.jit (and
+                     per strategy);
+5. pass_speed.py     the pass's run time against canonicalize, JAX lowering
                      and XLA compile, and its growth with module size.
 
 Timing (timing.py): warm-up, then interleaved repeats; min and median are
@@ -33,7 +40,7 @@ if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
 DEFAULT_JSON = os.path.join(HERE, "results", "latest.json")
-SECTIONS = ("pool", "train", "pass")
+SECTIONS = ("user", "forward", "pool", "train", "pass")
 
 
 def _log(message: str) -> None:
@@ -46,6 +53,9 @@ def main(argv=None) -> int:
     parser.add_argument("--json", default=DEFAULT_JSON, help=f"where to write the JSON (default {DEFAULT_JSON})")
     parser.add_argument("--only", default=",".join(SECTIONS),
                         help=f"comma-separated sections to run, out of {','.join(SECTIONS)}")
+    parser.add_argument("--wait-load", type=float, metavar="LOAD",
+                        help="before starting, wait (at most --wait-max-s) until the 1-minute load average is below LOAD")
+    parser.add_argument("--wait-max-s", type=float, default=600.0)
     parser.add_argument("--table-from", metavar="PATH", help="print the tables of a stored JSON run and exit")
     args = parser.parse_args(argv)
 
@@ -61,15 +71,34 @@ def main(argv=None) -> int:
     if unknown:
         parser.error(f"unknown sections {sorted(unknown)}; choose from {SECTIONS}")
 
+    if args.wait_load is not None:
+        deadline = time.monotonic() + args.wait_max_s
+        while os.getloadavg()[0] >= args.wait_load and time.monotonic() < deadline:
+            _log(f"load average {os.getloadavg()[0]:.2f} >= {args.wait_load}: waiting")
+            time.sleep(15)
+
     started = time.perf_counter()
     import machine
     import timing
 
-    result: dict = {"mode": "quick" if args.quick else "full", "machine": machine.describe(), "sections": only}
+    result: dict = {"mode": "quick" if args.quick else "full", "machine": machine.describe(), "sections": only,
+                    "load_average": {"start": [round(v, 2) for v in os.getloadavg()]}}
     _log(f"pool3d_pass benchmarks ({result['mode']}) on {result['machine']['cpu_model']}, "
          f"{result['machine']['cpus_usable']} cpus")
 
     section_s = result["section_wall_s"] = {}
+    if "user" in only:
+        t0 = time.perf_counter()
+        import user_view
+
+        result["user_view"] = user_view.run(args.quick, log=_log)
+        section_s["user"] = time.perf_counter() - t0
+    if "forward" in only:
+        t0 = time.perf_counter()
+        import forward
+
+        result["forward"] = forward.run(args.quick, log=_log)
+        section_s["forward"] = time.perf_counter() - t0
     if "pool" in only:
         t0 = time.perf_counter()
         import pool_backward
@@ -93,6 +122,7 @@ def main(argv=None) -> int:
         section_s["pass"] = time.perf_counter() - t0
 
     result["wall_s"] = time.perf_counter() - started
+    result["load_average"]["end"] = [round(v, 2) for v in os.getloadavg()]
     result["targets"] = tables.targets(result)
     os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
     with open(args.json, "w") as f:

@@ -7,6 +7,8 @@ bench/run.py --table-from PATH` reprints a stored run exactly.
 from __future__ import annotations
 
 # Targets (benchmarks, not tests): name -> threshold.
+USER_VS_XLA = 15.0                 # issue 9: pool3d_pass.jit >= 15x XLA, both jobs, every shape
+USER_VS_TORCH = 2.0                # issue 9: pool3d_pass.jit >= 2x torch doing the same job
 KERNEL_VS_XLA_FIRST_SHAPE = 20.0   # kernel at least 20x faster than XLA on the first shape
 KERNEL_VS_TORCH = 1.0              # faster than torch on every shape
 FLOOR_FRACTION = 0.5               # at least half the floor's speed
@@ -33,19 +35,90 @@ def _table(header, rows) -> list[str]:
     return [_row(header), _row(["---"] * len(header)), *(_row(r) for r in rows)]
 
 
+def _xx(rec: dict, key: str) -> str:
+    """"min-ratio (median-ratio)" of a record with ratios_of_min / ratios_of_median."""
+    lo, med = rec["ratios_of_min"].get(key), rec["ratios_of_median"].get(key)
+    if lo is None:
+        return "n/a"
+    return f"{lo:.3g}x ({med:.3g}x)"
+
+
+_SHORT_CALLS = {"backward": "backward", "forward": "forward", "backward_from_indices": "from_indices",
+                "backward_from_input": "from_input"}
+
+
+def _calls(census: dict) -> str:
+    calls = ", ".join(f"{v} {census[k]}" for k, v in _SHORT_CALLS.items() if census.get(k))
+    extra = ", ".join(f"{op} {census[op]}" for op in ("reduce-window", "scatter", "select-and-scatter")
+                      if census.get(op))
+    return (calls or "no call") + (f"; {extra}" if extra else "")
+
+
+def _worst(checks: dict, prefix: str = "") -> str:
+    vals = [v for k, v in checks.items() if k.startswith(prefix) and isinstance(v, float)]
+    return "n/a" if not vals else f"{max(vals):.2g}"
+
+
+def user_table(section: dict) -> list[str]:
+    header = ["case", "job", "XLA ms", "pool3d_pass.jit ms", "torch ms", "XLA / pool3d_pass.jit",
+              "torch / pool3d_pass.jit", "strategy: calls (+ XLA ops) in pool3d_pass.jit's program",
+              "recompute ms", "XLA / recompute", "max abs diff vs XLA (pool3d, torch)"]
+    rows = []
+    for c in section["cases"]:
+        for j in c["jobs"]:
+            ms = j["ms"]
+            census = j["census"]["pool3d"]
+            rows.append([c["case"], j["job"], _ms(ms["xla"]), _ms(ms["pool3d"]), _ms(ms.get("torch")),
+                         _xx(j, "xla_vs_pool3d"), _xx(j, "torch_vs_pool3d"),
+                         f"{j['strategy']}: {_calls(census)}", _ms(ms.get("recompute")),
+                         _xx(j, "xla_vs_recompute"),
+                         f"{_worst(j['checks'], 'pool3d_')}, {_worst(j['checks'], 'torch_')}"])
+    lines = _table(header, rows)
+    if section.get("note"):
+        lines.append(f"\nNote: {section['note']}")
+    return lines
+
+
+def forward_table(section: dict) -> list[str]:
+    header = ["case", "pool3d forward (y, indices) ms", "XLA reduce_window (y) ms", "torch max_pool (y) ms",
+              "torch max_pool with indices (y, indices) ms", "XLA / pool3d", "torch / pool3d",
+              "torch with indices / pool3d", "checks"]
+    rows = []
+    for c in section["cases"]:
+        ms, ch = c["ms"], c["checks"]
+        parts = []
+        if "pool3d_y_bit_identical_to_xla" in ch:
+            parts.append(f"y bit-identical to XLA: {ch['pool3d_y_bit_identical_to_xla']}")
+        if "pool3d_indices_match_torch" in ch:
+            parts.append(f"indices = torch's: {ch['pool3d_indices_match_torch']}")
+        if "torch_y_max_abs_diff_vs_xla" in ch:
+            parts.append(f"torch y diff {ch['torch_y_max_abs_diff_vs_xla']:.2g}")
+        rows.append([c["case"], _ms(ms.get("pool3d")), _ms(ms["xla"]), _ms(ms.get("torch")),
+                     _ms(ms.get("torch_indices")), _xx(c, "xla_vs_pool3d"), _xx(c, "torch_vs_pool3d"),
+                     _xx(c, "torch_indices_vs_pool3d"), "; ".join(parts)])
+    lines = _table(header, rows)
+    if section.get("note"):
+        lines.append(f"\nNote: {section['note']}")
+    return lines
+
+
 def pool_table(section: dict) -> list[str]:
-    header = ["case", "XLA ms", "rewritten ms", "kernel ms", "torch ms", "floor ms", "XLA -x ms",
-              "kernel vs XLA", "rewritten vs XLA", "kernel vs torch", "floor fraction", "-x fraction", "checks"]
+    header = ["case", "XLA ms", "rewritten ms", "kernel ms", "from_indices ms", "from_input ms", "torch ms",
+              "floor ms", "XLA -x ms", "kernel vs XLA", "rewritten vs XLA", "kernel vs torch",
+              "from_indices vs torch", "from_input vs XLA", "floor fraction", "-x fraction", "checks"]
     rows = []
     for c in section["cases"]:
         r = c["ratios_of_min"]
         diffs = c["checks"]
         worst = max(diffs.values())
-        check = f"calls={c['rewritten_kernel_calls']}, max abs diff={worst:.2g}"
+        calls = _calls(c["rewritten_census"]) if "rewritten_census" in c else f"calls={c['rewritten_kernel_calls']}"
+        check = f"{calls}; max abs diff={worst:.2g}"
         rows.append([c["case"], _ms(c["ms"]["xla"]), _ms(c["ms"]["rewritten"]), _ms(c["ms"]["kernel"]),
+                     _ms(c["ms"].get("from_indices")), _ms(c["ms"].get("from_input")),
                      _ms(c["ms"].get("torch")), f"{c['floor_ms']:.3g}", _ms(c["ms"].get("negate")),
                      _x(r["kernel_vs_xla_speedup"]), _x(r["rewritten_vs_xla_speedup"]),
-                     _x(r.get("kernel_vs_torch_speedup")), f"{r['floor_fraction']:.2f}",
+                     _x(r.get("kernel_vs_torch_speedup")), _x(r.get("from_indices_vs_torch_speedup")),
+                     _x(r.get("from_input_vs_xla_speedup")), f"{r['floor_fraction']:.2f}",
                      f"{r['negate_fraction']:.2f}" if "negate_fraction" in r else "n/a", check])
     lines = _table(header, rows)
     if section.get("note"):
@@ -55,9 +128,21 @@ def pool_table(section: dict) -> list[str]:
 
 def train_table(section: dict) -> list[str]:
     header = ["program", "step ms", "speedup vs jax.jit", "loss", "kernel calls"]
+    programs = section.get("programs", {})
+
+    def label(name, default):
+        p = programs.get(name)
+        return default if p is None else f"{default} ({p['strategy']}: {_calls(p['census'])})"
+
     rows = [["jax.jit", _ms(section["ms"]["jax_jit"]), "1x", f"{section['loss_jax_jit']:.7g}", 0],
-            ["pool3d_pass.jit", _ms(section["ms"]["pool3d_pass_jit"]), _x(section["speedup_of_min"]),
-             f"{section['loss_pool3d_pass_jit']:.7g}", section["rewritten_kernel_calls"]]]
+            [label("pool3d_pass_jit", "pool3d_pass.jit"), _ms(section["ms"]["pool3d_pass_jit"]),
+             _x(section["speedup_of_min"]), f"{section['loss_pool3d_pass_jit']:.7g}",
+             section["rewritten_kernel_calls"]]]
+    if "recompute" in programs:
+        p = programs["recompute"]
+        rows.append([label("recompute", "pool3d_pass.jit, strategy=recompute"), _ms(section["ms"]["recompute"]),
+                     _x(p["speedup_of_min"]), f"{p['loss']:.7g}",
+                     sum(p["census"][k] for k in _SHORT_CALLS)])
     lines = _table(header, rows)
     lines.append(f"\nSame loss: {section['same_loss']} (|diff| {section['loss_abs_diff']:.3g}); "
                  f"updated parameters max |diff| {section['updated_params_max_abs_diff']:.3g}. "
@@ -88,6 +173,17 @@ def pass_table(section: dict) -> list[str]:
 def targets(result: dict) -> list[dict]:
     """Each target: what, measured value, threshold, met."""
     out = []
+    user = result.get("user_view")
+    if user:
+        for c in user["cases"]:
+            for j in c["jobs"]:
+                v = j["ratios_of_min"]["xla_vs_pool3d"]
+                out.append({"target": f"pool3d_pass.jit >= {USER_VS_XLA:g}x XLA, {j['job']}, {c['case']}",
+                            "measured": f"{v:.3g}x", "met": v >= USER_VS_XLA})
+                v = j["ratios_of_min"].get("torch_vs_pool3d")
+                if v is not None:
+                    out.append({"target": f"pool3d_pass.jit >= {USER_VS_TORCH:g}x torch, {j['job']}, {c['case']}",
+                                "measured": f"{v:.3g}x", "met": v >= USER_VS_TORCH})
     pool = result.get("pool_backward")
     if pool and pool["cases"]:
         first = pool["cases"][0]
@@ -129,14 +225,27 @@ def render(result: dict) -> str:
              f"{m['date']}; mode {result['mode']}, {result['wall_s']:.0f} s"]
     if bw:
         lines.append(f"Copy bandwidth (floor): {bw['gb_per_s']:.3g} GB/s read+write ({bw['method']})")
+    if result.get("load_average") is not None:
+        la = result["load_average"]
+        lines.append(f"Load average (1, 5, 15 min) at start {la['start']}, at end {la.get('end')}")
+    # Runs stored before the user-view sections existed number their sections from 1 with the kernels.
+    number = iter(range(1, 10))
+    if result.get("user_view"):
+        lines += ["", f"### {next(number)}. The user's view: one pooling layer's jobs (ms: min (median); "
+                  "ratios: of mins (of medians))", ""]
+        lines += user_table(result["user_view"])
+    if result.get("forward"):
+        lines += ["", f"### {next(number)}. The forward alone (ms: min (median); ratios: of mins (of medians))", ""]
+        lines += forward_table(result["forward"])
     if result.get("pool_backward"):
-        lines += ["", "### 1. Max-pool backward (ms: min (median); ratios of min times)", ""]
+        lines += ["", f"### {next(number)}. Max-pool backward kernels alone (ms: min (median); ratios of min times)",
+                  ""]
         lines += pool_table(result["pool_backward"])
     if result.get("train_step"):
-        lines += ["", "### 2. 3-D CNN training step (ms: min (median))", ""]
+        lines += ["", f"### {next(number)}. 3-D CNN training step (ms: min (median))", ""]
         lines += train_table(result["train_step"])
     if result.get("pass_speed"):
-        lines += ["", "### 3. Pass time (ms: min (median))", ""]
+        lines += ["", f"### {next(number)}. Pass time (ms: min (median))", ""]
         lines += pass_table(result["pass_speed"])
     items = targets(result)
     if items:

@@ -1,0 +1,139 @@
+"""Section 2: the forward max pool alone: the pool3d forward call vs XLA's reduce_window vs torch.
+
+Variants per case, timed interleaved (timing.py), compile excluded, inputs
+already on the device, results waited for:
+
+* pool3d          `jax.jit` of the cpu binding's `max_pooling_3d_forward(x)`:
+                  (y, indices), indices int16 (the layer call the indices
+                  strategy puts in place of the forward reduce_window).
+                  2-D cases run on a unit depth axis. Absent (n/a) while the
+                  cpu binding lacks the call.
+* xla             `jax.jit(pool)(x)`: XLA's `reduce_window` max, y only.
+* torch           `torch.nn.functional.max_pool3d(x, k, s, p)` (`max_pool2d`
+                  for 2-D): y only.
+* torch_indices   `aten.max_pool3d_with_indices(x, ...)`: (y, indices), int64
+                  flat spatial indices (what torch's backward needs).
+
+Checks: y of pool3d and torch against XLA's (max abs diff; the contract makes
+pool3d's y bit-identical to reduce_window's), and whether pool3d's window
+offsets name the same input element as torch's flat indices.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import cases
+from timing import blocking, measure
+
+try:
+    import torch
+except ImportError:
+    torch = None
+
+
+def _forward_call():
+    from pool3d_pass.bindings import cpu as cpu_binding
+
+    fn = getattr(cpu_binding, "max_pooling_3d_forward", None)
+    if fn is None:
+        return None
+    try:
+        cpu_binding.register()
+    except Exception:  # noqa: BLE001 -- an unbuilt call: the column reads n/a
+        return None
+    return fn
+
+
+def offsets_to_flat(case: cases.Case, offsets: np.ndarray) -> np.ndarray:
+    """pool3d window offsets (case layout, rank 5) -> torch's flat spatial input index (NC(D)HW order)."""
+    attrs = cases.kernel_attrs(case)
+    k, s, p = attrs["kernel_size"], attrs["stride"], attrs["padding"]
+    off = offsets.astype(np.int64)
+    if case.channels_last:
+        off = np.moveaxis(off, -1, 1)  # NDHWC -> NCDHW
+    _, _, od, oh, ow = off.shape
+    td, rest = np.divmod(off, k[1] * k[2])
+    th, tw = np.divmod(rest, k[2])
+    d = np.arange(od).reshape(-1, 1, 1) * s[0] - p[0] + td
+    h = np.arange(oh).reshape(1, -1, 1) * s[1] - p[1] + th
+    w = np.arange(ow).reshape(1, 1, -1) * s[2] - p[2] + tw
+    sp = case.spatial_shape()
+    D, H, W = (1,) + tuple(sp) if case.two_d else tuple(sp)
+    flat = (d * H + h) * W + w
+    flat = flat.reshape(flat.shape[:2] + flat.shape[3:]) if case.two_d else flat
+    return np.where(off.reshape(flat.shape) < 0, -1, flat)
+
+
+def run_case(case: cases.Case, forward_call, *, repeats: int | None = None) -> dict:
+    x_np, _ = cases.inputs(case)
+    x = jax.block_until_ready(jnp.asarray(x_np))
+    pool = cases.pool_fn(case)
+    xla = jax.jit(pool).lower(x).compile()
+    variants = {"xla": blocking(xla, x)}
+    y_ref = np.asarray(xla(x))
+    checks = {}
+    pool3d_idx = None
+    if forward_call is not None:
+        x5 = cases.as_rank5(x, case)
+        p3 = jax.jit(partial(forward_call, **cases.kernel_attrs(case))).lower(x5).compile()
+        variants["pool3d"] = blocking(p3, x5)
+        y3, idx3 = p3(x5)
+        checks["pool3d_y_max_abs_diff_vs_xla"] = cases.max_abs_diff(np.asarray(y3).reshape(y_ref.shape), y_ref)
+        checks["pool3d_y_bit_identical_to_xla"] = bool(
+            np.array_equal(np.asarray(y3).reshape(y_ref.shape).view(np.uint8), y_ref.view(np.uint8)))
+        pool3d_idx = np.asarray(idx3)
+    if torch is not None:
+        tp = cases.TorchPool(case, torch)
+        xt = tp.tensor(x_np)
+        variants["torch"] = lambda: tp.pool(xt)
+        variants["torch_indices"] = lambda: tp.pool_with_indices(xt)
+        yt, it = tp.pool_with_indices(xt)
+        checks["torch_y_max_abs_diff_vs_xla"] = cases.max_abs_diff(tp.to_numpy(tp.pool(xt)), y_ref)
+        checks["torch_indices_y_max_abs_diff_vs_xla"] = cases.max_abs_diff(tp.to_numpy(yt), y_ref)
+        if pool3d_idx is not None:
+            torch_flat = it.contiguous().numpy()  # NC(D)HW order (channels_last only changes strides)
+            checks["pool3d_indices_match_torch"] = bool(np.array_equal(offsets_to_flat(case, pool3d_idx),
+                                                                      torch_flat))
+    stats = measure(variants, repeats=repeats or case.repeats, warmup=1)
+
+    def ratios(key: str) -> dict:
+        ms = {name: s[key] for name, s in stats.items()}
+        if "pool3d" not in ms:
+            return {}
+        out = {"xla_vs_pool3d": ms["xla"] / ms["pool3d"]}
+        if "torch" in ms:
+            out["torch_vs_pool3d"] = ms["torch"] / ms["pool3d"]
+            out["torch_indices_vs_pool3d"] = ms["torch_indices"] / ms["pool3d"]
+        return out
+
+    return {
+        "case": case.name,
+        "repeats": repeats or case.repeats,
+        "ms": dict(stats),
+        "ratios_of_min": ratios("min_ms"),
+        "ratios_of_median": ratios("median_ms"),
+        "checks": checks,
+    }
+
+
+def run(quick: bool, log=print) -> dict:
+    if torch is not None:
+        torch.set_num_threads(os.cpu_count() or 1)
+    forward_call = _forward_call()
+    results = []
+    for case in cases.QUICK_CASES if quick else cases.FULL_CASES:
+        log(f"  forward alone: {case.name}")
+        results.append(run_case(case, forward_call))
+    notes = []
+    if forward_call is None:
+        notes.append("the cpu binding has no max_pooling_3d_forward yet: pool3d column n/a")
+    if torch is None:
+        notes.append("torch not installed: torch columns skipped (pip install torch==2.13.0)")
+    return {"cases": results, "note": "; ".join(notes) or None,
+            "torch": None if torch is None else torch.__version__}

@@ -1,0 +1,170 @@
+"""Section 1: the user's view. One pooling layer's two jobs, XLA vs pool3d_pass.jit vs PyTorch.
+
+For each case (shape, window, layout, dtype) and each job:
+
+* "gradient only"      x, g -> dx. JAX: `jax.vjp(pool, x)[1](g)[0]`, the primal
+                       unused (what `jax.grad` of a loss through a pool
+                       runs); torch: `max_pool3d_with_indices(x)` then
+                       `max_pool3d_with_indices_backward(g, x, ..., indices)`
+                       (torch needs the forward for its indices).
+* "forward + gradient" x, g -> (y, dx). JAX: the same vjp keeping y (what a
+                       training step runs); torch: the same two ops,
+                       returning both.
+
+Variants, timed interleaved (timing.py):
+
+* xla         `jax.jit(job)`: XLA's own program (on CPU an argmax
+              `reduce-window` plus a `scatter` for the gradient, a
+              `reduce-window` for y).
+* pool3d      `pool3d_pass.jit(job)`: what a user of the pass gets; the
+              strategy is the pass's own choice for the platform (`indices`
+              where the cpu binding runs the layer calls).
+* recompute   `pool3d_pass.jit(job)` forced to the recompute strategy (the
+              backward call on (g, x, y), with XLA's `reduce-window` for y),
+              when the pass's own choice is another strategy: what the
+              layer calls gained.
+* torch       PyTorch CPU doing the same job, `torch.set_num_threads(cores)`.
+
+Every program is compiled before timing (compile excluded); inputs live on
+the device (host memory) before timing, so no transfer is timed; JAX results
+are waited for. Each variant's results are compared with XLA's (max abs diff;
+XLA's program is JAX's explicit-pad form: a -inf `pad`, then an unpadded
+window), and the calls in the rewritten program are counted in what XLA
+compiled (rewritten.census).
+"""
+
+from __future__ import annotations
+
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import cases
+import rewritten
+from timing import blocking, measure
+
+try:
+    import torch
+except ImportError:  # torch is optional: its columns are skipped
+    torch = None
+
+JOBS = ("gradient only", "forward + gradient")
+
+
+def _jax_job(job: str, pool):
+    if job == "gradient only":
+        def grad_only(x, g):
+            return jax.vjp(pool, x)[1](g)[0]
+        return grad_only
+
+    def forward_and_grad(x, g):
+        y, vjp = jax.vjp(pool, x)
+        return y, vjp(g)[0]
+    return forward_and_grad
+
+
+def _torch_job(job: str, tp: "cases.TorchPool", x, g):
+    if job == "gradient only":
+        def run():
+            _, idx = tp.pool_with_indices(x)
+            return tp.grad_from_indices(g, x, idx)
+    else:
+        def run():
+            y, idx = tp.pool_with_indices(x)
+            return y, tp.grad_from_indices(g, x, idx)
+    return run
+
+
+def _as_tuple(r):
+    return r if isinstance(r, tuple) else (r,)
+
+
+def run_job(case: cases.Case, job: str, x, g, x_np, g_np, *, repeats: int) -> dict:
+    fun = _jax_job(job, cases.pool_fn(case))
+    xla = rewritten.compile_plain(fun, x, g)
+    pool3d = rewritten.compile_rewritten(fun, x, g)
+    counts = {"xla": rewritten.census(xla), "pool3d": rewritten.census(pool3d)}
+    programs = {"xla": xla, "pool3d": pool3d}
+    strategy = rewritten.strategy_of(counts["pool3d"])
+    if "indices" in strategy:
+        recompute = rewritten.compile_rewritten(fun, x, g, strategy="recompute")
+        programs["recompute"] = recompute
+        counts["recompute"] = rewritten.census(recompute)
+
+    variants = {name: blocking(p, x, g) for name, p in programs.items()}
+    torch_run = None
+    if torch is not None:
+        tp = cases.TorchPool(case, torch)
+        torch_run = _torch_job(job, tp, tp.tensor(x_np), tp.tensor(g_np))
+        variants["torch"] = torch_run
+
+    # Results first (also warms every variant), then the interleaved timing.
+    ref = [np.asarray(a) for a in _as_tuple(xla(x, g))]
+    names = ["y", "dx"] if len(ref) == 2 else ["dx"]
+    checks = {}
+    for name, p in programs.items():
+        if name == "xla":
+            continue
+        for out_name, a, b in zip(names, _as_tuple(p(x, g)), ref):
+            checks[f"{name}_{out_name}_max_abs_diff_vs_xla"] = cases.max_abs_diff(a, b)
+    if torch_run is not None:
+        for out_name, a, b in zip(names, _as_tuple(torch_run()), ref):
+            checks[f"torch_{out_name}_max_abs_diff_vs_xla"] = cases.max_abs_diff(tp.to_numpy(a), b)
+
+    stats = measure(variants, repeats=repeats, warmup=1)
+
+    def ratios(key: str) -> dict:
+        ms = {name: s[key] for name, s in stats.items()}
+        out = {"xla_vs_pool3d": ms["xla"] / ms["pool3d"]}
+        if "torch" in ms:
+            out["torch_vs_pool3d"] = ms["torch"] / ms["pool3d"]
+        if "recompute" in ms:
+            out["recompute_vs_pool3d"] = ms["recompute"] / ms["pool3d"]
+            out["xla_vs_recompute"] = ms["xla"] / ms["recompute"]
+        return out
+
+    return {
+        "job": job,
+        "ms": dict(stats),
+        "ratios_of_min": ratios("min_ms"),
+        "ratios_of_median": ratios("median_ms"),
+        "strategy": strategy,
+        "census": counts,
+        "checks": checks,
+    }
+
+
+def run_case(case: cases.Case, *, repeats: int | None = None) -> dict:
+    x_np, g_np = cases.inputs(case)
+    x, g = jax.block_until_ready((jnp.asarray(x_np), jnp.asarray(g_np)))
+    jobs = [run_job(case, job, x, g, x_np, g_np, repeats=repeats or case.repeats) for job in JOBS]
+    return {
+        "case": case.name,
+        "shape": list(case.shape),
+        "layout": case.layout,
+        "dtype": case.dtype,
+        "kernel_size": list(case.kernel),
+        "stride": list(case.stride),
+        "padding": list(case.padding),
+        "repeats": repeats or case.repeats,
+        "jobs": jobs,
+    }
+
+
+def run(quick: bool, log=print) -> dict:
+    if torch is not None:
+        torch.set_num_threads(os.cpu_count() or 1)
+    results = []
+    for case in cases.QUICK_CASES if quick else cases.FULL_CASES:
+        log(f"  user view: {case.name}")
+        results.append(run_case(case))
+    return {
+        "cases": results,
+        "layer_calls_in_cpu_binding": rewritten.binding_has_layer_calls(),
+        "torch": None if torch is None else torch.__version__,
+        "torch_threads": None if torch is None else torch.get_num_threads(),
+        "note": None if torch is not None else "torch not installed: torch columns skipped "
+                "(pip install torch==2.13.0)",
+    }
