@@ -1,10 +1,24 @@
 """Find a forward max-pool whose result the kernel can take as its `output`.
 
 The kernel needs the exact forward maxima. A `stablehlo.reduce_window` max of
-the same value, with the same window, strides and padding, no dilation and an
-init of -inf, computes exactly those; reusing it saves a pass over the input.
-It must come before the gradient in the same block so it dominates the call.
-Many gradient functions have none (see docs): then the rewrite inserts one.
+the gradient's input `x`, with the same window and strides, the same
+effective padding, no dilation and an init of -inf, computes exactly those;
+reusing it saves a pass over the input. Padding comes in two forms, on either
+side independently of the gradient's form:
+
+* on the reduce_window's `padding` attribute (JAX, TensorFlow): padded
+  positions hold the init, -inf;
+* an explicit `stablehlo.pad(x, -inf)` (zero interior, no negative edge)
+  feeding the reduce_window (torch-xla writes its forward this way, its
+  gradient with attribute padding).
+
+Both give the same maxima: the effective padding is the pad's edges plus the
+reduce_window's attribute padding, per dimension. (A padded -inf never
+changes a maximum; a window of padding only is -inf either way.)
+
+The reduce_window must come before the gradient in the same block so it
+dominates the gradient. Many gradient functions have none (see docs): then
+the rewrite inserts one.
 """
 
 from __future__ import annotations
@@ -15,20 +29,33 @@ from pool3d_pass.matching import ir_utils as u
 from pool3d_pass.matching.select_and_scatter import PoolGradient
 
 
-def _computes_forward(candidate: ir.OpView, match: PoolGradient) -> bool:
+def _computes_forward(
+    candidate: ir.OpView,
+    match: PoolGradient,
+    pooled: ir.Value,
+    pad_edges: tuple[tuple[int, int], ...] | None,
+) -> bool:
+    """Whether `candidate` is max_pool(`pooled`) equal to the forward of `match`.
+
+    `pooled` is `match.forward_input`, or an explicit -inf pad of it whose
+    (low, high) edges are `pad_edges`.
+    """
     # Cheapest and most selective checks first: the pass runs this per use of x.
     if u.op_name(candidate) != "stablehlo.reduce_window":
         return False
     if len(candidate.operands) != 2 or len(candidate.results) != 1:
         return False
-    if candidate.results[0].type != match.grad_output.type or candidate.operands[0] != match.forward_input:
+    if candidate.results[0].type != match.grad_output.type or candidate.operands[0] != pooled:
         return False
     rank = len(match.window.dimensions)
     ones = (1,) * rank
+    padding = u.padding_pairs(candidate, rank)
+    if pad_edges is not None:
+        padding = tuple((lo + p_lo, hi + p_hi) for (lo, hi), (p_lo, p_hi) in zip(padding, pad_edges))
     if (
         u.i64_array(candidate, "window_dimensions", ones) != match.window.dimensions
         or u.i64_array(candidate, "window_strides", ones) != match.window.strides
-        or u.padding_pairs(candidate, rank) != match.window.padding
+        or padding != match.window.padding
         or u.i64_array(candidate, "base_dilations", ones) != ones
         or u.i64_array(candidate, "window_dilations", ones) != ones
     ):
@@ -38,17 +65,49 @@ def _computes_forward(candidate: ir.OpView, match: PoolGradient) -> bool:
     return u.is_binary_body(candidate.regions[0], ("stablehlo.maximum",), commutative=True)
 
 
+def _negative_infinity_pad_edges(pad: ir.OpView, rank: int) -> tuple[tuple[int, int], ...] | None:
+    """(low, high) per dimension if `pad` is `stablehlo.pad(x, -inf)`, zero interior, no cropping."""
+    if len(pad.operands) != 2 or not u.is_negative_infinity(pad.operands[1]):
+        return None
+    zeros = (0,) * rank
+    if any(u.i64_array(pad, "interior_padding", zeros)):
+        return None
+    low = u.i64_array(pad, "edge_padding_low", zeros)
+    high = u.i64_array(pad, "edge_padding_high", zeros)
+    if len(low) != rank or len(high) != rank or any(v < 0 for v in low + high):
+        return None
+    return tuple(zip(low, high))
+
+
+def _candidates(match: PoolGradient):
+    """(reduce_window candidate, pooled value, explicit pad edges or None) for each use of x."""
+    rank = len(match.window.dimensions)
+    for use in match.forward_input.uses:
+        owner = use.owner
+        name = u.op_name(owner)
+        if name == "stablehlo.reduce_window":
+            yield owner, match.forward_input, None
+        elif name == "stablehlo.pad" and owner.operands[0] == match.forward_input:
+            edges = _negative_infinity_pad_edges(owner, rank)
+            if edges is None:
+                continue
+            padded = owner.results[0]
+            for pad_use in padded.uses:
+                yield pad_use.owner, padded, edges
+
+
 def find_forward(match: PoolGradient) -> ir.OpView | None:
     """The reduce_window computing the forward max-pool of `match`, if it dominates `match.op`.
 
     Its single result is exactly max_pool(match.forward_input) with the
     gradient's window, strides and padding; it comes before the gradient in
-    the same block. None if there is no such op.
+    the same block. Its operand is `match.forward_input` itself (attribute
+    padding) or a `stablehlo.pad(match.forward_input, -inf)` (explicit
+    padding, possibly plus attribute padding). None if there is no such op.
     """
     block = match.op.operation.block
-    for use in match.forward_input.uses:
-        candidate = use.owner
-        if not _computes_forward(candidate, match):
+    for candidate, pooled, edges in _candidates(match):
+        if not _computes_forward(candidate, match, pooled, edges):
             continue
         if candidate.operation.block == block and candidate.operation.is_before_in_block(match.op.operation):
             return candidate
