@@ -21,6 +21,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 
+from pool3d_pass import safe_parse
 from pool3d_pass.bindings.registry import AUTO, NEUTRAL, STRATEGIES, platforms
 from pool3d_pass.cli.pipeline import DEFAULT_PIPELINE, build_pass_manager
 from pool3d_pass.report import RewriteReport
@@ -113,7 +114,9 @@ def process_chunk(chunk: Chunk, name: str, args: argparse.Namespace, report: Rew
     source = "\n" * (chunk.first_line - 1) + chunk.text
     with make_context():
         try:
-            module = ir.Module.parse(source)
+            module = safe_parse.parse_module(source)
+        except safe_parse.InputLimitError as error:
+            raise UserError(f"{name}:{error.line}:{error.column}: error: {error.message}") from None
         except ir.MLIRError as error:
             raise UserError(_diagnostic_line(error, name)) from None
         try:
@@ -179,7 +182,8 @@ def run(args: argparse.Namespace) -> int:
     outputs, failed = [], False
     for chunk in split_chunks(text, args.split_input_file):
         try:
-            outputs.append(process_chunk(chunk, name, args, report))
+            # Parse, pass and print recurse per nesting level: on a large stack.
+            outputs.append(safe_parse.run_with_large_stack(lambda: process_chunk(chunk, name, args, report)))
         except UserError as error:
             if not args.split_input_file:
                 raise
