@@ -126,8 +126,7 @@ class _PassRun:
 
     def erase_replaced_forwards(self) -> None:
         """The forwards the forward call replaced, now without uses, and what only they used."""
-        for forward in self.saved_forwards:
-            _erase_unused_chain(forward)
+        _erase_unused_chains(self.saved_forwards)
 
     def bind_neutral_call(self, op: ir.OpView, rewriter) -> bool:
         call = read_neutral_call(op)
@@ -224,16 +223,17 @@ def _erase_if_unused(rewriter, op: ir.OpView | None) -> None:
 _ERASABLE_PRODUCERS = ("stablehlo.constant", "stablehlo.broadcast_in_dim", "stablehlo.pad")
 
 
-def _erase_unused_chain(op: ir.Operation) -> None:
-    """Erase `op` if nothing uses it, then the side-effect-free producers only it used."""
-    if any(_has_uses(result) for result in op.results):
-        return
-    operands = list(op.operands)
-    op.erase()
-    for operand in operands:
-        producer = u.defining_op(operand)
-        if u.op_name(producer) in _ERASABLE_PRODUCERS:
-            _erase_unused_chain(producer.operation)
+def _erase_unused_chains(roots) -> None:
+    """Erase each root without uses, then the side-effect-free producers only erased ops used."""
+    worklist, erased = list(roots), set()  # erased: hashes taken before erasing (no op is created meanwhile)
+    while worklist:
+        op = worklist.pop()
+        if hash(op) in erased or any(_has_uses(result) for result in op.results):
+            continue
+        producers = [u.defining_op(operand) for operand in op.operands]
+        erased.add(hash(op))
+        op.erase()
+        worklist.extend(p.operation for p in producers if u.op_name(p) in _ERASABLE_PRODUCERS)
 
 
 def _run_callable(
