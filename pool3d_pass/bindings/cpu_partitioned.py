@@ -1,34 +1,76 @@
 """The CPU binding for programs compiled for several devices: partitionable by XLA's SPMD partitioner.
 
 A bare custom call is replicated by the partitioner (an all-gather of every
-operand). Wrapped in `jax.experimental.custom_partitioning` it partitions:
+operand). Wrapped in `jax.experimental.custom_partitioning` it partitions.
+Every call of the contract (backward, forward, backward_from_indices,
+backward_from_input) is wrapped by the same machinery, `partitionable(call,
+kernel, ...)`, and partitions the same way:
 
 * batch and channel dimensions keep their sharding, each device runs the
-  kernel on its shard, no communication;
+  kernel on its shard, no communication. Every operand and result follows
+  the batch/channel sharding of one operand (`PartitionedCall.decides`: the
+  forward input where the call reads it, else the indices);
 * pooled dimensions (D, H, W) are made whole first: windows cross shard
   borders, so a spatially sharded operand is all-gathered along them before
   the kernel runs (correct, and it costs that all-gather).
 
-The Shardy rule names the same factors, with the pooled ones marked
-need_replication, so propagation never shards them through the call.
+The Shardy rule of each call names the same factors, with the pooled ones
+marked need_replication, so propagation never shards them through the call.
+`backward_from_indices` receives the forward input's shape as `input_shape`;
+on each device the kernel gets its shard's shape.
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from jax.experimental.custom_partitioning import custom_partitioning
 from jax.sharding import NamedSharding, PartitionSpec
 
 from pool3d_pass.bindings import cpu
+from pool3d_pass.contract import BACKWARD, BACKWARD_FROM_INDICES, BACKWARD_FROM_INPUT, FORWARD
 
-# Factor names per layout: operands (grad_output, input, output) -> result.
-SHARDING_RULES = {
-    "NCDHW": "b c i j k, b c d h w, b c i j k -> b c d h w",
-    "NDHWC": "b i j k c, b d h w c, b i j k c -> b d h w c",
+# A tensor of a call is either shaped like the forward input ("input": input,
+# grad_input) or like the pool's output ("pooled": output, indices, grad_output).
+INPUT, POOLED = "input", "pooled"
+
+
+@dataclass(frozen=True)
+class PartitionedCall:
+    operands: tuple[str, ...]  # INPUT / POOLED per operand
+    results: tuple[str, ...]  # INPUT / POOLED per result
+    decides: int  # the operand whose batch/channel sharding every operand and result gets
+    takes_input_shape: bool = False  # the kernel's `input_shape` keyword (the per-shard shape)
+
+
+CALLS = {
+    BACKWARD: PartitionedCall((POOLED, INPUT, POOLED), (INPUT,), decides=1),
+    FORWARD: PartitionedCall((INPUT,), (POOLED, POOLED), decides=0),
+    BACKWARD_FROM_INDICES: PartitionedCall((POOLED, POOLED), (INPUT,), decides=1, takes_input_shape=True),
+    BACKWARD_FROM_INPUT: PartitionedCall((POOLED, INPUT), (INPUT,), decides=1),
+}
+
+# Factor names per layout and tensor kind; the pooled factors need replication.
+FACTORS = {
+    "NCDHW": {INPUT: "b c d h w", POOLED: "b c i j k"},
+    "NDHWC": {INPUT: "b d h w c", POOLED: "b i j k c"},
 }
 POOLED_FACTORS = ("i", "j", "k", "d", "h", "w")
 PARALLEL_AXES = {"NCDHW": (0, 1), "NDHWC": (0, 4)}
+
+
+def sharding_rule(call: str, layout: str) -> str:
+    """The Shardy rule of `call` in `layout`, e.g. "b c d h w -> b c i j k, b c i j k" (forward, NCDHW)."""
+    spec, factors = CALLS[call], FACTORS[layout]
+    return ", ".join(factors[kind] for kind in spec.operands) + " -> " + ", ".join(factors[kind] for kind in spec.results)
+
+
+def pooled_factors(rule: str) -> tuple[str, ...]:
+    """The pooled factors of `rule` in order of first appearance (Shardy wants them sorted so)."""
+    order = [factor for factor in rule.replace(",", " ").split() if factor in POOLED_FACTORS]
+    return tuple(dict.fromkeys(order))
 
 
 def _spec(sharding, rank: int) -> tuple:
@@ -43,55 +85,86 @@ def parallel_only(spec: tuple, layout: str) -> PartitionSpec:
 
 
 @functools.cache
-def _partitioned_call(kernel_size, stride, padding, data_format, output_format):
-    kernel = functools.partial(
-        cpu.max_pooling_3d_backward,
-        kernel_size=kernel_size,
-        stride=stride,
-        padding=padding,
-        data_format=data_format,
-        output_format=output_format,
-    )
+def partitionable(call: str, kernel: Callable, attributes: tuple) -> Callable:
+    """`kernel` (the single-device function of `call`) with its attributes bound, partitionable.
+
+    `attributes`: the kernel's keyword arguments as sorted (name, value) pairs,
+    hashable (`input_shape` the global one where the call takes it). Same
+    layout for every tensor (data_format == output_format).
+    """
+    spec = CALLS[call]
+    keywords = dict(attributes)
+    layout = keywords["data_format"]
+    tuple_result = len(spec.results) > 1
+    rule = sharding_rule(call, layout)
 
     @custom_partitioning
-    def call(grad_output, input, output):  # noqa: A002
-        return kernel(grad_output, input, output)
+    def partitioned(*operands):
+        return kernel(*operands, **keywords)
 
-    def shardings(mesh, arg_shapes):
-        # The input's batch/channel sharding decides; grad_output and output follow it.
-        sharding = NamedSharding(mesh, parallel_only(_spec(arg_shapes[1].sharding, 5), data_format))
-        return sharding, (sharding, sharding, sharding)
+    def sharding(mesh, arg_shapes) -> NamedSharding:
+        return NamedSharding(mesh, parallel_only(_spec(arg_shapes[spec.decides].sharding, 5), layout))
+
+    def results(value):
+        return tuple(value for _ in spec.results) if tuple_result else value
 
     def partition(mesh, arg_shapes, result_shape):
-        result_sharding, arg_shardings = shardings(mesh, arg_shapes)
-        return mesh, kernel, result_sharding, arg_shardings
+        chosen = sharding(mesh, arg_shapes)
+        local = keywords
+        if spec.takes_input_shape:  # the kernel on one device sees its shard of the input
+            local = {**keywords, "input_shape": tuple(chosen.shard_shape(tuple(keywords["input_shape"])))}
+        lower = functools.partial(kernel, **local)
+        return mesh, lower, results(chosen), tuple(chosen for _ in spec.operands)
 
     def infer_sharding_from_operands(mesh, arg_shapes, result_shape):
-        return shardings(mesh, arg_shapes)[0]
+        return results(sharding(mesh, arg_shapes))
 
-    call.def_partition(
+    partitioned.def_partition(
         partition=partition,
         infer_sharding_from_operands=infer_sharding_from_operands,
-        sharding_rule=SHARDING_RULES[data_format],
-        need_replication_factors=POOLED_FACTORS,
+        sharding_rule=rule,
+        need_replication_factors=pooled_factors(rule),
     )
-    return call
+    return partitioned
+
+
+def _call(call: str, operands, keywords: dict):
+    cpu.register()
+    output_format = keywords.get("output_format") or keywords["data_format"]
+    if output_format != keywords["data_format"]:
+        raise NotImplementedError("the partitionable CPU binding needs output_format == data_format")
+    keywords = {**keywords, "output_format": output_format}
+    for name in ("kernel_size", "stride", "padding", "input_shape"):
+        if name in keywords:
+            keywords[name] = tuple(int(v) for v in keywords[name])
+    kernel = getattr(cpu, f"max_pooling_3d_{call}")
+    return partitionable(call, kernel, tuple(sorted(keywords.items())))(*operands)
 
 
 def max_pooling_3d_backward(
-    grad_output,
-    input,  # noqa: A002 - the contract's operand name
-    output,
-    *,
-    kernel_size,
-    stride,
-    padding,
-    data_format="NCDHW",
-    output_format=None,
+    grad_output, input, output, *, kernel_size, stride, padding, data_format="NCDHW", output_format=None  # noqa: A002
 ):
-    cpu.register()
-    output_format = output_format or data_format
-    if output_format != data_format:
-        raise NotImplementedError("the partitionable CPU binding needs output_format == data_format")
-    call = _partitioned_call(tuple(kernel_size), tuple(stride), tuple(padding), data_format, output_format)
-    return call(grad_output, input, output)
+    return _call(BACKWARD, (grad_output, input, output), dict(
+        kernel_size=kernel_size, stride=stride, padding=padding, data_format=data_format, output_format=output_format))
+
+
+def max_pooling_3d_forward(
+    input, *, kernel_size, stride, padding, data_format="NCDHW", output_format=None  # noqa: A002
+):
+    return _call(FORWARD, (input,), dict(
+        kernel_size=kernel_size, stride=stride, padding=padding, data_format=data_format, output_format=output_format))
+
+
+def max_pooling_3d_backward_from_indices(
+    grad_output, indices, *, input_shape, kernel_size, stride, padding, data_format="NCDHW", output_format=None
+):
+    return _call(BACKWARD_FROM_INDICES, (grad_output, indices), dict(
+        input_shape=input_shape, kernel_size=kernel_size, stride=stride, padding=padding,
+        data_format=data_format, output_format=output_format))
+
+
+def max_pooling_3d_backward_from_input(
+    grad_output, input, *, kernel_size, stride, padding, data_format="NCDHW", output_format=None  # noqa: A002
+):
+    return _call(BACKWARD_FROM_INPUT, (grad_output, input), dict(
+        kernel_size=kernel_size, stride=stride, padding=padding, data_format=data_format, output_format=output_format))
