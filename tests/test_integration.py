@@ -244,6 +244,68 @@ def test_enabled_rewrites_eager_gradients(caplog):
     assert any("rewrote 1 of 1" in r.getMessage() for r in caplog.records)
 
 
+# --- strategy (pool3d_pass.jit(..., strategy=), enable(strategy=)) ----------------------
+
+
+def kernel_targets(text: str) -> list[str]:
+    """The pool3d calls in compiled HLO (custom_call_target="...") or StableHLO (@...) text."""
+    return sorted(re.findall(r'(?:custom_call_target="|stablehlo\.custom_call @)(pool3d\.[a-z0-9_]+)', text))
+
+
+def rewritten_by_the_pass(fun, x, strategy: str) -> list[str]:
+    """The calls `pool3d_pass.rewrite(..., strategy=)` itself puts into the same program."""
+    module = module_rewrite.copy_module(jax.jit(fun).lower(x).compiler_ir("stablehlo"))
+    pool3d_pass.rewrite(module, target="cpu", strategy=strategy)
+    return kernel_targets(str(module))
+
+
+def resolved(strategy: str) -> str:
+    from pool3d_pass.bindings.registry import binding_for
+
+    return binding_for("cpu").preferred_strategy() if strategy == "auto" else strategy
+
+
+@pytest.mark.parametrize("strategy", ["auto", "recompute", "indices"])
+def test_jit_strategy_reaches_the_pass(caplog, strategy):
+    grad, x = make_grad(), rand()
+    with caplog.at_level(logging.INFO, logger="pool3d_pass"):
+        compiled = pool3d_pass.jit(grad, strategy=strategy).lower(x).compile()
+    assert kernel_targets(compiled.as_text()) == rewritten_by_the_pass(grad, x, strategy)
+    assert any(f"{resolved(strategy)} strategy" in r.getMessage() for r in caplog.records)
+    np.testing.assert_allclose(compiled(x), jax.jit(grad)(x), rtol=1e-6, atol=1e-6)
+
+
+def test_recompute_strategy_gives_the_backward_call_only():
+    for compiled_text in (
+        pool3d_pass.jit(make_grad(), strategy="recompute").lower(rand()).compile().as_text(),
+        pool3d_pass.jit(strategy="recompute")(make_grad()).trace(rand()).lower().compile().as_text(),
+    ):
+        assert kernel_targets(compiled_text) == [TARGET]
+
+
+def test_enable_strategy_routes_plain_jax_jit_and_is_restored(caplog):
+    grad, x = make_grad(), rand()
+    jitted = jax.jit(grad)
+    with caplog.at_level(logging.INFO, logger="pool3d_pass"), pool3d_pass.enabled(strategy="recompute"):
+        assert routing.global_strategy() == "recompute"
+        assert kernel_targets(jitted.lower(x).compile().as_text()) == [TARGET]
+        jitted(x)
+        with pool3d_pass.enabled(strategy="indices"):
+            assert jitted._cache_size() == 0, "a new strategy must drop executables compiled under the old one"
+            assert kernel_targets(jitted.lower(x).compile().as_text()) == rewritten_by_the_pass(grad, x, "indices")
+        assert routing.global_strategy() == "recompute"
+    assert any("recompute strategy" in r.getMessage() for r in caplog.records)
+    assert not routing.is_enabled() and routing.global_strategy() == "auto"
+
+
+def test_unknown_strategy_is_refused_up_front():
+    with pytest.raises(ValueError, match="unknown strategy 'fastest'"):
+        pool3d_pass.jit(make_grad(), strategy="fastest")
+    with pytest.raises(ValueError, match="unknown strategy 'fastest'"):
+        pool3d_pass.enable(strategy="fastest")
+    assert not routing.is_enabled()
+
+
 # --- logging and failure handling ------------------------------------------------------
 
 

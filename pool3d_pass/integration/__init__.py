@@ -1,11 +1,14 @@
 """JAX integration: `jit`, and the process-wide `enable` / `disable` / `enabled` switch.
 
-* `jit(fun, **jit_kwargs)`: a drop-in for `jax.jit` whose compiled program has
-  every max-pool gradient (`stablehlo.select_and_scatter`) rewritten into the
-  `pool3d.max_pooling_3d_backward` kernel call.
+* `jit(fun, *, strategy="auto", **jit_kwargs)`: a drop-in for `jax.jit` whose
+  compiled program has every max-pool gradient (`stablehlo.select_and_scatter`)
+  rewritten into the pool3d kernel calls.
 * `enable()` / `disable()` / `with enabled():` route every later `jax.jit`
   compile (Flax, Equinox, plain JAX) through the pass, with no change to the
   user's code.
+
+`strategy` (also a keyword of `enable` / `enabled`) is `pool3d_pass.rewrite`'s:
+"auto" (the platform's choice), "recompute" or "indices".
 
 Only modules compiled for platform "cpu" are rewritten for now. Every compile
 that meets a max-pool gradient logs at INFO on logger "pool3d_pass" what was
@@ -23,15 +26,17 @@ from pool3d_pass.integration.jit import jit
 __all__ = ["jit", "enable", "disable", "enabled"]
 
 
-def enable() -> None:
+def enable(strategy: str = "auto") -> None:
     """Route every later `jax.jit` compile in this process through the pass.
 
-    Clears JAX's in-memory compilation caches if the switch changes, so
-    functions compiled before are recompiled (and rewritten) on their next call.
+    `strategy` is `pool3d_pass.rewrite`'s: "auto" (the platform's choice),
+    "recompute" or "indices". Clears JAX's in-memory compilation caches if the
+    switch or its strategy changes, so functions compiled before are
+    recompiled (and rewritten) on their next call.
     """
     from pool3d_pass.integration import routing
 
-    routing.set_enabled(True)
+    routing.set_enabled(True, strategy)
 
 
 def disable() -> None:
@@ -46,12 +51,13 @@ def disable() -> None:
 
 
 @contextlib.contextmanager
-def enabled() -> Iterator[None]:
-    """`enable()` for the duration of the block, then restore the previous state."""
+def enabled(strategy: str = "auto") -> Iterator[None]:
+    """`enable(strategy)` for the duration of the block, then restore the previous state."""
     from pool3d_pass.integration import routing
 
-    previous = routing.set_enabled(True)
+    previous_strategy = routing.global_strategy()
+    previous = routing.set_enabled(True, strategy)
     try:
         yield
     finally:
-        routing.set_enabled(previous)
+        routing.set_enabled(previous, previous_strategy)

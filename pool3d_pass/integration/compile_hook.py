@@ -8,7 +8,8 @@ computes the persistent-cache key from that module itself, so replacing the
 module before calling the original makes the cache key describe the rewritten
 program. `devices` (the device assignment) says how many devices the program
 spans. `install()` swaps the module attribute for a wrapper that asks
-`routing.active()` and, if so, `module_rewrite.rewrite_for_platform`.
+`routing.strategy()` and, if it is set, `module_rewrite.rewrite_for_platform`
+with that strategy.
 
 `JAX_INTERNALS` lists every private JAX name this package relies on;
 `check_jax_internals()` fails with a message naming what moved (both live in
@@ -55,9 +56,10 @@ def install() -> None:
 
         @functools.wraps(original)
         def compile_or_get_cached(backend, computation, devices, *args, **kwargs):
-            if routing.active():
+            strategy = routing.strategy()
+            if strategy is not None:
                 computation = module_rewrite.rewrite_for_platform(
-                    computation, backend.platform, devices=devices)
+                    computation, backend.platform, devices=devices, strategy=strategy)
             return original(backend, computation, devices, *args, **kwargs)
 
         setattr(compile_or_get_cached, HOOK_MARKER, True)

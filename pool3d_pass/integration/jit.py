@@ -9,7 +9,7 @@
   in/out_shardings, ...) is jax.jit's own, untouched.
 
 Compiles started by `__call__`, by `.lower(...).compile()` and by
-`.trace(...).lower().compile()` run in a `routing.scope(True)`, which the
+`.trace(...).lower().compile()` run in a `routing.scope(strategy)`, which the
 compile hook sees. While the user's function is being traced the scope is
 reset, so eager computations inside it follow the process-wide switch.
 """
@@ -22,6 +22,7 @@ from typing import Any, Callable
 
 from jax._src import source_info_util, stages, traceback_util
 
+from pool3d_pass.bindings.registry import AUTO
 from pool3d_pass.integration import compile_hook, routing
 
 # Keep this file's frames (the trace-time wrapper) out of the source locations
@@ -39,9 +40,10 @@ class RewritingLowered(stages.Lowered):
     """
 
     __slots__ = ()
+    strategy = AUTO  # a class attribute (no new slot: instances are recast by `__class__`)
 
     def compile(self, *args: Any, **kwargs: Any) -> stages.Compiled:
-        with routing.scope(True):
+        with routing.scope(self.strategy):
             return super().compile(*args, **kwargs)
 
 
@@ -49,25 +51,35 @@ class RewritingTraced(stages.Traced):
     """A `jax.stages.Traced` whose `lower()` returns a `RewritingLowered`."""
 
     __slots__ = ()
+    strategy = AUTO
 
     def lower(self, *args: Any, **kwargs: Any) -> RewritingLowered:
-        with routing.scope(True):
-            return _recast(super().lower(*args, **kwargs), RewritingLowered)
+        with routing.scope(self.strategy):
+            return _recast(super().lower(*args, **kwargs), RewritingLowered, self.strategy)
 
 
-def _recast(stage: Any, cls: type) -> Any:
-    """A shallow copy of `stage` as an instance of its subclass `cls` (same slots)."""
+@functools.cache
+def _with_strategy(cls: type, strategy: str) -> type:
+    """`cls`, or its subclass (same slots) that rewrites with `strategy`."""
+    if strategy == cls.strategy:
+        return cls
+    return type(cls.__name__, (cls,), {"__slots__": (), "strategy": strategy, "__module__": cls.__module__})
+
+
+def _recast(stage: Any, cls: type, strategy: str) -> Any:
+    """A shallow copy of `stage` as an instance of `cls` (a subclass, same slots) rewriting with `strategy`."""
     recast = copy.copy(stage)
-    recast.__class__ = cls
+    recast.__class__ = _with_strategy(cls, strategy)
     return recast
 
 
 class Jitted:
     """What `pool3d_pass.jit` returns: a `jax.jit` object whose compiles are rewritten."""
 
-    def __init__(self, fun: Callable, jit_kwargs: dict[str, Any]):
+    def __init__(self, fun: Callable, jit_kwargs: dict[str, Any], strategy: str = AUTO):
         import jax
 
+        self._strategy = routing.check_strategy(strategy)
         compile_hook.install()
 
         @functools.wraps(fun)
@@ -81,16 +93,16 @@ class Jitted:
         functools.update_wrapper(self, fun)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        with routing.scope(True):
+        with routing.scope(self._strategy):
             return self._jitted(*args, **kwargs)
 
     def lower(self, *args: Any, **kwargs: Any) -> RewritingLowered:
-        with routing.scope(True):
-            return _recast(self._jitted.lower(*args, **kwargs), RewritingLowered)
+        with routing.scope(self._strategy):
+            return _recast(self._jitted.lower(*args, **kwargs), RewritingLowered, self._strategy)
 
     def trace(self, *args: Any, **kwargs: Any) -> RewritingTraced:
-        with routing.scope(True):
-            return _recast(self._jitted.trace(*args, **kwargs), RewritingTraced)
+        with routing.scope(self._strategy):
+            return _recast(self._jitted.trace(*args, **kwargs), RewritingTraced, self._strategy)
 
     def __getattr__(self, name: str) -> Any:
         # eval_shape, clear_cache, ...: jax.jit's own.
@@ -106,11 +118,13 @@ class Jitted:
         return f"pool3d_pass.jit({self._fun!r})"
 
 
-def jit(fun: Callable | None = None, /, **jit_kwargs: Any) -> Any:
+def jit(fun: Callable | None = None, /, *, strategy: str = AUTO, **jit_kwargs: Any) -> Any:
     """`jax.jit(fun, **jit_kwargs)` with every max-pool gradient rewritten at compile time.
 
-    Also usable as `@pool3d_pass.jit` or `@pool3d_pass.jit(static_argnums=...)`.
+    `strategy` is `pool3d_pass.rewrite`'s: "auto" (the platform's choice),
+    "recompute" or "indices". Also usable as `@pool3d_pass.jit` or
+    `@pool3d_pass.jit(static_argnums=...)`.
     """
     if fun is None:
-        return functools.partial(jit, **jit_kwargs)
-    return Jitted(fun, jit_kwargs)
+        return functools.partial(jit, strategy=strategy, **jit_kwargs)
+    return Jitted(fun, jit_kwargs, strategy)

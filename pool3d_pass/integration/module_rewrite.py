@@ -84,11 +84,12 @@ def _save_for_reproduction(module: ir.Module, name: str) -> str:
         return file.name
 
 
-def rewrite_for_platform(module: ir.Module, platform: str, devices=None) -> ir.Module:
+def rewrite_for_platform(module: ir.Module, platform: str, devices=None, strategy: str = "auto") -> ir.Module:
     """The module to compile for `platform` on `devices`: `module` itself, or a rewritten copy.
 
     `devices` is the compile's device assignment (any array-like of devices); a
     program for several devices gets the binding's partitionable version.
+    `strategy` is `pool3d_pass.rewrite`'s ("auto", "recompute", "indices").
     """
     from pool3d_pass.bindings.registry import binding_for
 
@@ -125,7 +126,7 @@ def rewrite_for_platform(module: ir.Module, platform: str, devices=None) -> ir.M
 
     copy = copy_module(module)
     try:
-        report = pool3d_pass.rewrite(copy, target=platform, mesh=mesh)
+        report = pool3d_pass.rewrite(copy, target=platform, mesh=mesh, strategy=strategy)
         copy.operation.verify()
     except Exception:  # noqa: BLE001 -- see the module docstring
         saved = _save_for_reproduction(module, name)
@@ -135,8 +136,8 @@ def rewrite_for_platform(module: ir.Module, platform: str, devices=None) -> ir.M
         return module
 
     logger.info(
-        "%s (%s): rewrote %d of %d select_and_scatter candidate(s) [%s]",
-        name, platform, report.rewritten, report.candidates, report)
+        "%s (%s): rewrote %d of %d select_and_scatter candidate(s), %s strategy [%s]",
+        name, platform, report.rewritten, report.candidates, report.strategy, report)
     for miss in report.missed:
         logger.info("%s (%s): not rewritten at %s: %s", name, platform, miss.location, miss.reason)
     return copy if report.rewritten else module
