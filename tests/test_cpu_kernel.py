@@ -274,15 +274,22 @@ def test_padding_is_never_selected_and_nan_selects_nothing():
 
 
 @pytest.mark.parametrize("layout", ["NCDHW", "NDHWC"])
-def test_windows_entirely_in_padding_and_zero_sized_batch(layout):
-    # D = 1 with padding 2 and k = 1: windows 0, 1, 3, 4 see only padding.
-    x = make_input("randn", _shape(layout, 1, 2, 1, 2, 2), jnp.float32)
-    y, g, ref = xla_forward_and_grad(x, 5, layout, (1, 1, 1), (1, 1, 1), (2, 0, 0))
-    out = kernel(g, x, y, (1, 1, 1), (1, 1, 1), (2, 0, 0), layout)
-    np.testing.assert_array_equal(_bits(out), _bits(ref))
-    xe = jnp.zeros(_shape(layout, 0, 2, 4, 4, 4), jnp.float32)
-    ye = jnp.zeros(_shape(layout, 0, 2, 2, 2, 2), jnp.float32)
-    assert kernel(ye, xe, ye, (2, 2, 2), (2, 2, 2), (0, 0, 0), layout).shape == xe.shape
+def test_zero_sized_batch_or_channels_give_an_empty_result(layout):
+    for B, C in ((0, 2), (2, 0)):
+        xe = jnp.zeros(_shape(layout, B, C, 4, 4, 4), jnp.float32)
+        ye = jnp.zeros(_shape(layout, B, C, 2, 2, 2), jnp.float32)
+        assert kernel(ye, xe, ye, (2, 2, 2), (2, 2, 2), (0, 0, 0), layout).shape == xe.shape
+
+
+@pytest.mark.parametrize("layout", ["NCDHW", "NDHWC"])
+def test_huge_stride_on_a_small_input_is_one_window_per_axis(layout):
+    # Stride 2^30 is allowed; no scratch may be sized by it.
+    k, p = (2, 3, 2), (1, 1, 0)
+    x = make_input("ints", _shape(layout, 1, 3, 3, 4, 5), jnp.float32)
+    y, g, _ = xla_forward_and_grad(x, 9, layout, k, (5, 7, 6), p)  # already one window per axis
+    out = kernel_all_thread_counts(g, x, y, k, (2**30,) * 3, p, layout)
+    np.testing.assert_array_equal(_bits(out), _bits(kernel(g, x, y, k, (5, 7, 6), p, layout)))
+    np.testing.assert_allclose(np.asarray(out), contract_reference(g, x, y, k, (5, 7, 6), p, layout))
 
 
 def test_negative_zero_gradient_gives_positive_zero_like_xla():
@@ -351,9 +358,16 @@ def _call(g, x, y, **kw):
         ((Y, X, Y[:, :1]), {}, r"output shape \[1, 1, 2, 2, 2\] differs from the grad_output shape"),
         ((Y, X, Y), {"data_format": "NHWC"}, r'data_format must be "NCDHW" or "NDHWC", got "NHWC"'),
         ((Y, X, Y), {"output_format": "ncdhw"}, r'output_format must be "NCDHW" or "NDHWC", got "ncdhw"'),
-        ((Y, X, Y), {"kernel_size": (2, 0, 2)}, r"kernel_size elements must be in \[1, 2\^30\], got \[2, 0, 2\]"),
-        ((Y, X, Y), {"stride": (2, 2, 0)}, r"stride elements must be in \[1"),
-        ((Y, X, Y), {"padding": (0, -1, 0)}, r"padding elements must be in \[0"),
+        ((Y, X, Y), {"kernel_size": (2, 0, 2)}, r"kernel_size elements must be in \[1, 4096\], got \[2, 0, 2\]"),
+        # Each entry is bounded before the product is formed (2^21 * 2^21 * 2^22 = 2^64).
+        ((Y, X, Y), {"kernel_size": (2**21, 2**21, 2**22)}, r"kernel_size elements must be in \[1, 4096\], got \[2097152, 2097152, 4194304\]"),
+        ((Y, X, Y), {"kernel_size": (2**62, 2**62, 1)}, r"kernel_size elements must be in \[1, 4096\]"),
+        ((Y, X, Y), {"stride": (2, 2, 0)}, r"stride elements must be in \[1, 2\^30\]"),
+        ((Y, X, Y), {"stride": (2, 2**30 + 1, 2)}, r"stride elements must be in \[1, 2\^30\], got \[2, 1073741825, 2\]"),
+        ((Y, X, Y), {"stride": (-(2**63), 2, 2)}, r"stride elements must be in \[1, 2\^30\]"),
+        ((Y, X, Y), {"padding": (0, -1, 0)}, r"padding elements must be in \[0, kernel_size - 1\], got \[0, -1, 0\]"),
+        ((Y, X, Y), {"padding": (2**30, 0, 0)}, r"padding elements must be in \[0, kernel_size - 1\], got \[1073741824, 0, 0\]"),
+        ((Y, X, Y), {"padding": (0, 0, 2)}, r"padding\[2\] = 2 must be smaller than kernel_size\[2\] = 2 \(else a window lies wholly in padding\)"),
         ((Y, X, Y), {"kernel_size": (17, 17, 17)}, r"4913 elements, more than the maximum of 4096"),
         ((Y, X, Y), {"kernel_size": (2, 2)}, r"kernel_size must have 3 elements \(D, H, W\), got 2"),
         ((Y, X, Y), {"stride": (2, 2, 2, 2)}, r"stride must have 3 elements"),

@@ -61,6 +61,8 @@ ffi::Error Backward(ffi::AnyBuffer grad_output, ffi::AnyBuffer input,
   if (auto e = CheckOutputShape(tg, {"grad_output", &grad_output}, in, a, g);
       e.failure())
     return e;
+  // Zero batch or channels (the only zero extents validation lets through):
+  // the result is empty, there is nothing to compute.
   if (input.element_count() == 0) return ffi::Error::Success();
   AdviseHugePages(grad_input->untyped_data(), grad_input->size_bytes());
   MaxPool3dBackward(g, t, grad_output.untyped_data(), input.untyped_data(),

@@ -221,7 +221,8 @@ void NdhwcOverlap(const Geom& g, const typename T::M* x,
 bool NdhwcSearchFits(const Geom& g) {
   // Tap codes and offsets within an output row are int32.
   const int64_t Hr = std::max(g.H, g.kH), Wr = std::max(g.W, g.kW);
-  const int64_t row_span = (g.kD * Hr + g.kH) * Wr + g.Wo * g.sW + g.kW;
+  const int64_t row_span =
+      (g.kD * Hr + g.kH) * Wr + (g.Wo - 1) * g.sW + 2 * g.kW;
   return row_span * g.C < (int64_t{1} << 31);
 }
 

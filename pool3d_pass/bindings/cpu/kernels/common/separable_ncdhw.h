@@ -42,7 +42,8 @@ inline void PrepareSeparable(const Geom& g, SepScratch& s) {
   const int64_t Wp = g.W + 2 * g.pW, L = PhaseLength(g);
   const int64_t Dp = g.D + 2 * g.pD, Hp = g.H + 2 * g.pH;
   const int64_t HoWo = g.Ho * g.Wo;
-  s.keyrow.assign(std::max(Wp, L * g.sW + g.sW), kPadKey);
+  // Stage W reads padded positions below Wp + min(sW, kW) - 1.
+  s.keyrow.assign(Wp + g.kW, kPadKey);
   s.phases.resize(std::min(g.sW, g.kW) * L);
   s.rk.resize(Hp * g.Wo);
   s.ri.resize(Hp * g.Wo);

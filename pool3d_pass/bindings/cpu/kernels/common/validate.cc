@@ -9,9 +9,12 @@ namespace pool3d {
 namespace {
 
 constexpr int64_t kMaxWindowElements = 4096;
-// Attribute values above this bound are rejected: it keeps every index
-// computation far away from int64 overflow.
-constexpr int64_t kMaxAttrValue = int64_t{1} << 30;
+// Strides above this bound are rejected: it keeps every index computation far
+// away from int64 overflow.
+constexpr int64_t kMaxStride = int64_t{1} << 30;
+// Dimensions above this bound cannot be real (and are rejected before
+// n + 2 * padding is formed).
+constexpr int64_t kMaxDim = int64_t{1} << 62;
 
 ffi::Error CheckTriple(const char* target, const char* name,
                        ffi::Span<const int64_t> v, int64_t min_value,
@@ -130,16 +133,17 @@ ffi::Error CheckOperand(const char* target, const Operand& op,
 }
 
 ffi::Error CheckAttributes(const char* target, const PoolAttrs& a, Geom* g) {
+  // Each kernel entry is bounded before any product is formed.
   if (auto e = CheckTriple(target, "kernel_size", a.kernel_size, 1,
-                           kMaxAttrValue, "2^30");
+                           kMaxWindowElements, "4096");
       e.failure())
     return e;
-  if (auto e = CheckTriple(target, "stride", a.stride, 1, kMaxAttrValue,
+  if (auto e = CheckTriple(target, "stride", a.stride, 1, kMaxStride,
                            "2^30");
       e.failure())
     return e;
-  if (auto e = CheckTriple(target, "padding", a.padding, 0, kMaxAttrValue,
-                           "2^30");
+  if (auto e = CheckTriple(target, "padding", a.padding, 0,
+                           kMaxWindowElements - 1, "kernel_size - 1");
       e.failure())
     return e;
   const auto& k = a.kernel_size;
@@ -147,6 +151,17 @@ ffi::Error CheckAttributes(const char* target, const PoolAttrs& a, Geom* g) {
     return Invalid(target, "kernel_size " + DimsStr(k) + " has " +
                                std::to_string(k[0] * k[1] * k[2]) +
                                " elements, more than the maximum of 4096");
+  }
+  for (int i = 0; i < 3; ++i) {
+    if (a.padding[i] >= k[i]) {
+      return Invalid(
+          target, "padding[" + std::to_string(i) + "] = " +
+                      std::to_string(a.padding[i]) +
+                      " must be smaller than kernel_size[" +
+                      std::to_string(i) + "] = " + std::to_string(k[i]) +
+                      " (else a window lies wholly in padding), got padding " +
+                      DimsStr(a.padding) + " with kernel_size " + DimsStr(k));
+    }
   }
   if (auto e = ParseLayout(target, "data_format", a.data_format, &g->in_cl);
       e.failure())
@@ -165,7 +180,8 @@ ffi::Error SetInputShape(const char* target, const char* name,
                          ffi::Span<const int64_t> in, const PoolAttrs& a,
                          Geom* g) {
   for (int64_t v : in) {
-    if (v < 0) return Invalid(target, std::string("bad ") + name + " shape " + DimsStr(in));
+    if (v < 0 || v > kMaxDim)
+      return Invalid(target, std::string("bad ") + name + " shape " + DimsStr(in));
   }
   g->B = in[0];
   g->C = g->in_cl ? in[4] : in[1];
@@ -177,6 +193,15 @@ ffi::Error SetInputShape(const char* target, const char* name,
   int64_t out_ext[3];
   const int64_t n_in[3] = {g->D, g->H, g->W};
   for (int i = 0; i < 3; ++i) {
+    // Zero batch or channels: an empty result. A zero spatial extent: every
+    // window would lie wholly in padding.
+    if (n_in[i] == 0) {
+      return Invalid(target, std::string(name) + " shape " + DimsStr(in) +
+                                 " (" + std::string(a.data_format) +
+                                 ") has a zero " + axes[i] +
+                                 " extent: every window would lie wholly in "
+                                 "padding");
+    }
     const int64_t span = n_in[i] + 2 * a.padding[i];
     if (span < a.kernel_size[i]) {
       return Invalid(
