@@ -78,10 +78,28 @@ def _spec(sharding, rank: int) -> tuple:
     return spec + (None,) * (rank - len(spec))
 
 
-def parallel_only(spec: tuple, layout: str) -> PartitionSpec:
-    """`spec` with every pooled dimension made whole."""
+def _ways(mesh, axis) -> int:
+    """Into how many shards mesh axis (or axes) `axis` splits a dimension."""
+    names = axis if isinstance(axis, tuple) else (axis,)
+    ways = 1
+    for name in names:
+        ways *= mesh.shape[name]
+    return ways
+
+
+def parallel_only(spec: tuple, layout: str, shape: tuple | None = None, mesh=None) -> PartitionSpec:
+    """`spec` with every pooled dimension made whole, and (given `shape` and `mesh`) every
+    dimension that its axes do not divide evenly (the kernel's shards must be exact)."""
     keep = PARALLEL_AXES[layout]
-    return PartitionSpec(*(axis if dim in keep else None for dim, axis in enumerate(spec)))
+
+    def kept(dim, axis):
+        if dim not in keep or axis is None:
+            return None
+        if shape is not None and shape[dim] % _ways(mesh, axis):
+            return None
+        return axis
+
+    return PartitionSpec(*(kept(dim, axis) for dim, axis in enumerate(spec)))
 
 
 @functools.cache
@@ -103,7 +121,8 @@ def partitionable(call: str, kernel: Callable, attributes: tuple) -> Callable:
         return kernel(*operands, **keywords)
 
     def sharding(mesh, arg_shapes) -> NamedSharding:
-        return NamedSharding(mesh, parallel_only(_spec(arg_shapes[spec.decides].sharding, 5), layout))
+        decides = arg_shapes[spec.decides]
+        return NamedSharding(mesh, parallel_only(_spec(decides.sharding, 5), layout, tuple(decides.shape), mesh))
 
     def results(value):
         return tuple(value for _ in spec.results) if tuple_result else value
