@@ -93,16 +93,34 @@ def split_chunks(text: str, split: bool) -> list[Chunk]:
     return chunks
 
 
+MAX_MESSAGE = 1_000  # characters of a diagnostic kept in the one error line
+_PLACE = re.compile(r".+:\d+:\d+")
+
+
+def _one_line(message: str) -> str:
+    """A diagnostic on one line (MLIR may append an op's dump), cut to MAX_MESSAGE characters."""
+    text = " ".join(part.strip() for part in message.splitlines() if part.strip()) or "failed"
+    return text if len(text) <= MAX_MESSAGE else text[: MAX_MESSAGE - 3] + "..."
+
+
 def _diagnostic_line(error, name: str) -> str:
-    """file:line:col: error: message, from an MLIRError's first diagnostic."""
+    """file:line:col: error: message, from an MLIRError's first diagnostic.
+
+    The place is the op's location: a file:line:col in the input, or in the
+    program's source where the input carries one (as mlir-opt reports it). A
+    location with no file in it (a name, unknown) gives `name: error: ...`.
+    """
     from pool3d_pass.matching.ir_utils import format_location
 
     diagnostics = getattr(error, "error_diagnostics", None) or []
     if not diagnostics:
         message = str(error).strip().splitlines()
-        return f"{name}: error: {message[-1] if message else 'failed'}"
+        return f"{name}: error: {_one_line(message[-1] if message else 'failed')}"
     first = diagnostics[0]
-    return f"{format_location(first.location, name)}: error: {first.message}"
+    place = format_location(first.location, name)
+    if not _PLACE.fullmatch(place) or "\n" in place:
+        place = name
+    return f"{place}: error: {_one_line(first.message)}"
 
 
 def process_chunk(chunk: Chunk, name: str, args: argparse.Namespace, report: RewriteReport) -> str:
@@ -132,7 +150,7 @@ def process_chunk(chunk: Chunk, name: str, args: argparse.Namespace, report: Rew
         except ir.MLIRError as error:
             raise UserError(_diagnostic_line(error, name)) from None
         except Exception as error:  # a binding that fails to lower, or a bug: one line, no traceback
-            first_line = (str(error).strip().splitlines() or [""])[0]
+            first_line = _one_line((str(error).strip().splitlines() or [""])[0])
             raise UserError(
                 f"{name}: error: the pass failed ({type(error).__name__}: {first_line}); "
                 f"reproduce with: {PROG} {name} --target={args.target} --strategy={args.strategy}"
