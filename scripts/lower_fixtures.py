@@ -26,8 +26,35 @@ shortened to ``site-packages/...``.
 Usage::
 
     python scripts/lower_fixtures.py [--out tests/fixtures] [--only NAME ...]
+    python scripts/lower_fixtures.py --frontend tensorflow --python /work/venv-tf/bin/python
+    python scripts/lower_fixtures.py --frontend torch-xla --python /work/venv-txla/bin/python
 
 Needs the ``fixtures`` extra (flax, equinox) next to jax==0.10.2.
+
+Other frontends (TensorFlow/Keras, torch-xla): their cases live in
+``scripts/frontends/tensorflow_cases.py`` and ``scripts/frontends/torch_xla_cases.py``,
+which run in the frontend's OWN virtual environment (``--python``; none of it
+is needed by ``make test``, and torch-xla 2.9 cannot share a venv with this
+project's torch 2.13). Each writes the cases' StableHLO text to a JSON file;
+this script (in the project's venv, with jax) inspects each module and
+writes the fixtures and their manifest entries, keeping every other
+frontend's entries. Extra manifest fields for those entries:
+``expected_remarks`` (substrings of the pass's miss reasons, one per
+select_and_scatter left alone) and ``forward_in_program`` (the program
+computes the forward max pool, so a correct pass reuses it: report
+``forward_inserted == 0``). The venvs, as made for the committed fixtures
+(docs/frontends.md)::
+
+    python3 -m venv /work/venv-tf
+    nice /work/venv-tf/bin/pip install tensorflow-cpu==2.21.0          # keras 3.15 comes with it
+    python3 -m venv /work/venv-txla
+    nice /work/venv-txla/bin/pip install torch==2.9.0 torch-xla==2.9.0
+
+torch-xla 2.9.0 requires torch 2.9.0 exactly. PyPI has no CPU-only wheel of
+torch 2.9 for x86_64 (those live on download.pytorch.org, not reachable
+here), so pip takes PyPI's default build, the CUDA 12.8 one (with the
+nvidia-* wheels, about 3 GB, 7 GB installed); it runs on CPU, and torch-xla
+is driven with ``PJRT_DEVICE=CPU``.
 """
 
 from __future__ import annotations
@@ -758,42 +785,103 @@ def versions() -> dict:
     return out
 
 
+# --------------------------------------------------------------------------
+# Other frontends: lowered in their own venv, inspected here
+# --------------------------------------------------------------------------
+
+FRONTENDS = {
+    # frontend -> (case script, the manifest `source` values it owns)
+    "jax": (None, {"jax", "flax.linen", "flax.nnx", "equinox"}),
+    "tensorflow": ("tensorflow_cases.py", {"tensorflow", "keras"}),
+    "torch-xla": ("torch_xla_cases.py", {"torch-xla"}),
+}
+
+
+def lower_frontend(frontend: str, python: str, only: list[str] | None) -> tuple[list[tuple[str, dict]], dict]:
+    """Run the frontend's case script under `python`; ([(text, manifest entry)], versions)."""
+    import subprocess
+    import tempfile
+
+    script = REPO_ROOT / "scripts" / "frontends" / FRONTENDS[frontend][0]
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "cases.json"
+        env = dict(os.environ, PJRT_DEVICE=os.environ.get("PJRT_DEVICE", "CPU"))
+        subprocess.run([python, str(script), str(out), *(only or [])], check=True, env=env)
+        cases = json.loads(out.read_text())
+    results, frontend_versions = [], {}
+    for c in cases:
+        text = relativize_paths(c.pop("text"))
+        frontend_versions = c.pop("versions")
+        info = inspect_module(text)
+        ge_add = [s for s in info["select_and_scatter"]
+                  if s["select_compare"] == "GE" and s["scatter_ops"] == ["stablehlo.add"]]
+        if c["negative"] is None:
+            assert len(ge_add) == c["expected_pool_gradients"] == info["select_and_scatter_count"], (
+                c["name"], c["expected_pool_gradients"], info["select_and_scatter_count"])
+        else:
+            assert c["expected_pool_gradients"] == 0
+        entry = {"name": c["name"], "file": f"{c['name']}.mlir", "description": c["description"],
+                 "source": c["source"], "expected_pool_gradients": c["expected_pool_gradients"],
+                 "negative": c["negative"], "notes": c["notes"],
+                 "expected_remarks": c["expected_remarks"], "forward_in_program": c["forward_in_program"],
+                 **info}
+        results.append((text, entry))
+    return results, frontend_versions
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=REPO_ROOT / "tests" / "fixtures")
     ap.add_argument("--only", nargs="*", help="re-lower only these case names; their manifest "
                     "entries are replaced, the others kept")
+    ap.add_argument("--frontend", choices=sorted(FRONTENDS), default="jax",
+                    help="which frontend's cases to lower (default jax: this process's JAX, flax, equinox)")
+    ap.add_argument("--python", help="the frontend venv's python (tensorflow, torch-xla)")
     ns = ap.parse_args(argv)
     ns.out.mkdir(parents=True, exist_ok=True)
 
-    cases = [c for c in CASES if not ns.only or c.name in ns.only]
-    names = [c.name for c in CASES]
-    assert len(names) == len(set(names)), "duplicate case names"
+    frontend_versions = {}
+    if ns.frontend == "jax":
+        cases = [c for c in CASES if not ns.only or c.name in ns.only]
+        names = [c.name for c in CASES]
+        assert len(names) == len(set(names)), "duplicate case names"
+        lowered = [lower_case(c) for c in cases]
+        probe_window_dilation()
+    else:
+        if not ns.python:
+            ap.error(f"--frontend {ns.frontend} needs --python (its venv's interpreter, docs/frontends.md)")
+        lowered, frontend_versions = lower_frontend(ns.frontend, ns.python, ns.only)
 
     entries = []
-    for c in cases:
-        text, entry = lower_case(c)
+    for text, entry in lowered:
         size = len(text.encode())
-        assert size < MAX_FIXTURE_BYTES, (c.name, size)
+        assert size < MAX_FIXTURE_BYTES, (entry["name"], size)
         (ns.out / entry["file"]).write_text(text)
         entries.append(entry)
-        print(f"{c.name:55s} sas={entry['select_and_scatter_count']} "
+        print(f"{entry['name']:55s} sas={entry['select_and_scatter_count']} "
               f"expected={entry['expected_pool_gradients']} rw={entry['reduce_window_count']} "
               f"{size / 1024:.1f} KiB", file=sys.stderr)
 
-    probe_window_dilation()
     manifest_path = ns.out / "manifest.json"
-    if ns.only and manifest_path.exists():
-        fresh = {e["name"]: e for e in entries}
-        old_entries = json.loads(manifest_path.read_text())["fixtures"]
-        entries = [fresh.pop(e["name"], e) for e in old_entries] + list(fresh.values())
+    old = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
+    owned = FRONTENDS[ns.frontend][1]
+    old_entries = old.get("fixtures", [])
+    fresh = {e["name"]: e for e in entries}
+    if ns.only:  # replace the named entries in place, keep the rest
+        merged = [fresh.pop(e["name"], e) for e in old_entries] + list(fresh.values())
+    else:  # this frontend's entries are exactly this run's; other frontends' are kept
+        merged = [e for e in old_entries if e["source"] not in owned] + entries
+    all_versions = dict(old.get("frontend_versions", {}))
+    if ns.frontend != "jax":
+        all_versions[ns.frontend] = frontend_versions
     manifest = {
         "generated_by": "scripts/lower_fixtures.py",
-        "versions": versions(),
-        "platform": jax.default_backend(),
+        "versions": versions() if ns.frontend == "jax" else old.get("versions", versions()),
+        "frontend_versions": all_versions,
+        "platform": jax.default_backend() if ns.frontend == "jax" else old.get("platform", "cpu"),
         "debug_info": True,
-        "fixtures": entries,
-        "not_lowerable": NOT_LOWERABLE,
+        "fixtures": merged,
+        "not_lowerable": NOT_LOWERABLE if ns.frontend == "jax" else old.get("not_lowerable", []),
     }
     manifest_path.write_text(_compact_json(manifest) + "\n")
     return 0

@@ -68,7 +68,7 @@ def test_manifest_matches_directory():
     assert listed == on_disk
     assert len(IDS) == len(set(IDS))
     for e in ENTRIES:
-        assert e["source"] in {"jax", "flax.linen", "flax.nnx", "equinox"}
+        assert e["source"] in {"jax", "flax.linen", "flax.nnx", "equinox", "tensorflow", "keras", "torch-xla"}
         if e["negative"]:
             assert e["expected_pool_gradients"] == 0
         else:

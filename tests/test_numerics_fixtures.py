@@ -1,9 +1,17 @@
-"""End-to-end numerics on every real-lowering fixture: original vs rewritten, on XLA:CPU.
+"""End-to-end numerics on every real-lowering fixture: spec oracle vs rewritten, on XLA:CPU.
 
-For each entry of tests/fixtures/manifest.json and each input family (small
-integers, ReLU of normals, constants: inputs full of ties), the original module
-and ``pool3d_pass.rewrite_text`` of it are compiled and run on XLA:CPU
-(tests/xla_runner.py) with the CPU kernel registered, and compared:
+For each entry of tests/fixtures/manifest.json (JAX, Flax, Equinox,
+TensorFlow/Keras, torch-xla) and each input family (small integers, ReLU of
+normals, constants: inputs full of ties), ``pool3d_pass.rewrite_text`` of the
+module is compiled and run on XLA:CPU (tests/xla_runner.py) with the CPU
+kernel registered, and compared with what the ORIGINAL program computes per
+the StableHLO spec (``spec_oracle.spec_outputs``: the original with every
+attribute-padded select_and_scatter put in the explicit form XLA:CPU runs as
+the spec says; JAX's CPU form is already that, so there it is XLA:CPU's own
+result). XLA:CPU's result for the unchanged original is recorded as
+information only (``xla_cpu_elements_off_spec``, and a table printed with
+``-s``): with attribute padding it gives some tied windows' gradient to
+another element (docs/contract.md, "Spec vs XLA:CPU"). Checks:
 
 * positive fixtures: the rewrite count equals ``expected_pool_gradients`` and
   the kernel call replaced every ``select_and_scatter``. Where the fixture's
@@ -12,12 +20,13 @@ and ``pool3d_pass.rewrite_text`` of it are compiled and run on XLA:CPU
   checked with ``reference.check_pool_gradient`` (f32 no overlap bit-exact;
   f32 overlap within the summation-order bound; bf16/f16 against the float64
   reference, no worse than XLA). Every result is also compared with the
-  original: f32 without overlapping windows bit-exact; with overlap within
+  spec oracle: f32 without overlapping windows bit-exact; with overlap within
   ``RTOL_OVERLAP`` of the output's magnitude (max |value|: downstream layers
   mix the pool gradient, so no per-element scale exists); bf16/f16 within a
   few ulps of the element type.
 * negative fixtures: the rewritten text has no kernel call, the report
-  rewrote nothing, and the results are bitwise identical.
+  rewrote nothing, and the results are bitwise identical to XLA:CPU's for the
+  original (the same program).
 """
 
 from __future__ import annotations
@@ -32,6 +41,7 @@ import pytest
 
 import pool3d_pass
 from reference import assert_bit_exact, assert_within, check_pool_gradient, max_pool_grad_reference, ulp
+from spec_oracle import spec_text
 from xla_runner import run_stablehlo
 
 TARGET = "pool3d.max_pooling_3d_backward"
@@ -47,6 +57,8 @@ NUMPY_DTYPES = {
     "float16": np.dtype(np.float16),
     "bfloat16": np.dtype(ml_dtypes.bfloat16),
     "float64": np.dtype(np.float64),
+    "int64": np.dtype(np.int64),
+    "int32": np.dtype(np.int32),
 }
 
 
@@ -123,7 +135,9 @@ def make_args(entry, kind: str, seed: int) -> list[np.ndarray]:
     args = []
     for spec in entry["args"]:
         shape, dtype = tuple(spec["shape"]), NUMPY_DTYPES[spec["dtype"]]
-        if kind == "smallint":
+        if np.issubdtype(dtype, np.integer):  # step counters, seeds
+            a = rng.integers(0, 4, size=shape)
+        elif kind == "smallint":
             a = rng.integers(-2, 3, size=shape).astype(np.float64)
         elif kind == "relu":
             a = np.maximum(rng.standard_normal(shape), 0.0)
@@ -152,18 +166,41 @@ def _compare_outputs(entry, original: list[np.ndarray], rewritten: list[np.ndarr
             assert_within(b, a, RTOL_OVERLAP * scale, f"{what} (overlap, rtol {RTOL_OVERLAP} of max |value|={scale})")
 
 
-CASES = [pytest.param(e, k, id=f"{e['name']}-{k}") for e in ENTRIES for k in X_KINDS]
+def _elements_off(entry, judge: list[np.ndarray], got: list[np.ndarray]) -> int:
+    """How many result elements of `got` fall outside the comparison's tolerance of `judge`."""
+    low_precision = bool(_element_types(entry) & {"bf16", "f16"})
+    overlap = _overlapping(entry)
+    off = 0
+    for a, b in zip(judge, got):
+        a64, b64 = a.astype(np.float64), b.astype(np.float64)
+        if not overlap:
+            tol = 0.0
+        elif low_precision and a.dtype in (np.dtype(ml_dtypes.bfloat16), np.dtype(np.float16)):
+            tol = LOW_PRECISION_ULPS * ulp(np.maximum(np.abs(a64), np.abs(b64)), a.dtype)
+        else:
+            tol = RTOL_OVERLAP * float(np.max(np.abs(a64), initial=0.0))
+        off += int(np.sum(~((np.abs(a64 - b64) <= tol) | (np.isnan(a64) & np.isnan(b64)))))
+    return off
+
+
+XLA_OFF_SPEC: dict[str, int] = {}
+
+# TensorFlow/Keras and torch-xla fixtures: the two families that show XLA:CPU's
+# attribute-padding ties (constant inputs never did), to keep the suite fast.
+FRONTEND_X_KINDS = ("smallint", "relu")
+CASES = [pytest.param(e, k, id=f"{e['name']}-{k}") for e in ENTRIES
+         for k in (FRONTEND_X_KINDS if "forward_in_program" in e else X_KINDS)]
 
 
 @pytest.mark.parametrize("entry,kind", CASES)
-def test_fixture_numerics(entry, kind):
+def test_fixture_numerics(entry, kind, record_property):
     text = (FIXTURES / entry["file"]).read_text()
     new_text, report = pool3d_pass.rewrite_text(text)
     args = make_args(entry, kind, seed=sum(map(ord, entry["name"] + kind)))
-    original = run_stablehlo(text, args)
     rewritten = run_stablehlo(new_text, args)
 
     if entry["negative"]:
+        original = run_stablehlo(text, args)
         assert TARGET not in new_text, f"negative fixture rewritten ({entry['negative']})"
         assert report.rewritten == 0
         for i, (a, b) in enumerate(zip(original, rewritten, strict=True)):
@@ -175,13 +212,31 @@ def test_fixture_numerics(entry, kind):
     assert new_text.count(f"custom_call @{TARGET}") == entry["expected_pool_gradients"]
     assert "stablehlo.select_and_scatter" not in new_text
 
+    oracle_text = spec_text(text)
+    judge = run_stablehlo(oracle_text, args)
+    if oracle_text is not text:  # attribute padding: what XLA:CPU itself gives, as information
+        off = _elements_off(entry, judge, run_stablehlo(text, args))
+        XLA_OFF_SPEC[f"{entry['name']}-{kind}"] = off
+        record_property("xla_cpu_elements_off_spec", off)
+
     recipe = _reference_recipe(entry)
     if recipe is not None:
         window, strides, padding = _window(entry)
-        x, g, grad_xla = recipe(args, original)
+        x, g, grad_spec = recipe(args, judge)
         _, _, grad = recipe(args, rewritten)
-        check_pool_gradient(x, g, window, strides, padding, grad_xla, grad)
-    _compare_outputs(entry, original, rewritten)
+        check_pool_gradient(x, g, window, strides, padding, grad_spec, grad)
+    _compare_outputs(entry, judge, rewritten)
+
+
+def test_print_xla_cpu_off_spec_table(capsys):
+    """Prints (``-s``): per attribute-padded fixture and input family, XLA:CPU's elements off the spec."""
+    if not XLA_OFF_SPEC:
+        pytest.skip("run together with test_fixture_numerics")
+    with capsys.disabled():
+        print("\nXLA:CPU on the original program vs the spec oracle (result elements off; information):")
+        for name, off in XLA_OFF_SPEC.items():
+            print(f"  {name:70s} {off}")
+        print(f"  {sum(1 for v in XLA_OFF_SPEC.values() if v)} of {len(XLA_OFF_SPEC)} runs deviate")
 
 
 def test_reference_recipes_cover_the_simple_fixtures():
