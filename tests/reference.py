@@ -229,6 +229,22 @@ def check_pool_gradient(x, g, window, strides, padding, xla: np.ndarray, rewritt
 __all__ += ["assert_bit_exact", "assert_within", "check_pool_gradient"]
 
 
+def window_in_padding(shape, window, strides, padding) -> bool:
+    """Whether some window of a pooled dimension lies wholly in padding.
+
+    The contract requires every window to hold a real element
+    (docs/contract.md, "Attributes"); the pass leaves such a gradient untouched
+    ("... puts a whole window of k in padding").
+    """
+    for n, k, s, (lo, hi) in zip(shape, window, strides, padding):
+        if (k, s, (lo, hi)) == (1, 1, (0, 0)):
+            continue
+        n_out = (n + lo + hi - k) // s + 1
+        if lo >= k or (n_out - 1) * s - lo >= n:
+            return True
+    return False
+
+
 def parallel_gap(window, strides, padding) -> bool:
     """Whether the pooled dimensions span more than the kernel's three adjacent ones.
 

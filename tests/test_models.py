@@ -18,7 +18,19 @@ import pool3d_pass
 flax_linen = pytest.importorskip("flax.linen", reason="flax is a test dependency: pip install -e '.[test]'")
 eqx = pytest.importorskip("equinox", reason="equinox is a test dependency: pip install -e '.[test]'")
 
-KERNEL = "pool3d.max_pooling_3d_backward"
+from pool3d_pass.contract import TARGETS  # noqa: E402
+
+
+def kernel_calls(hlo: str) -> dict[str, int]:
+    return {call: hlo.count(f'custom_call_target="{target}"') for call, target in TARGETS.items()}
+
+
+# Two pools, each with its forward in the training step: recompute runs the
+# backward call twice; indices runs the forward call and the from-indices call twice.
+EXPECTED_CALLS = {
+    "recompute": {"backward": 2, "forward": 0, "backward_from_indices": 0, "backward_from_input": 0},
+    "indices": {"backward": 0, "forward": 2, "backward_from_indices": 2, "backward_from_input": 0},
+}
 
 
 class FlaxCNN(flax_linen.Module):
@@ -81,12 +93,13 @@ def assert_same(expected, got):
         np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("strategy", ["recompute", "indices"])
 @pytest.mark.parametrize("make_step", [flax_step, equinox_step], ids=["flax", "equinox"])
-def test_training_step_through_pool3d_jit(make_step):
+def test_training_step_through_pool3d_jit(make_step, strategy):
     step, args = make_step()
-    compiled = pool3d_pass.jit(step).lower(*args).compile()
+    compiled = pool3d_pass.jit(step, strategy=strategy).lower(*args).compile()
     hlo = compiled.as_text()
-    assert hlo.count(KERNEL) == 2 and "select-and-scatter" not in hlo
+    assert kernel_calls(hlo) == EXPECTED_CALLS[strategy] and "select-and-scatter" not in hlo
     assert_same(jax.jit(step)(*args), compiled(*args))
 
 
@@ -98,7 +111,7 @@ def test_training_step_through_enable(make_step):
         compiled = jax.jit(step).lower(*args).compile()
         got = compiled(*args)
     hlo = compiled.as_text()
-    assert hlo.count(KERNEL) == 2 and "select-and-scatter" not in hlo
+    assert kernel_calls(hlo) == EXPECTED_CALLS["indices"] and "select-and-scatter" not in hlo  # auto on CPU
     assert_same(expected, got)
 
 
@@ -121,6 +134,7 @@ def test_pool_gradients_inside_scan_and_cond():
     x = jnp.asarray(np.random.default_rng(0).integers(-3, 4, (2, 3, 6, 6, 6)).astype(np.float32))
     compiled = pool3d_pass.jit(step).lower(x).compile()
     hlo = compiled.as_text()
-    assert hlo.count(KERNEL) == 2 and "select-and-scatter" not in hlo
+    # Bare gradients (jax.grad of a loss): the fused call, no forward inserted.
+    assert kernel_calls(hlo)["backward_from_input"] == 2 and "select-and-scatter" not in hlo
     for expected, got in zip(jax.tree.leaves(jax.jit(step)(x)), jax.tree.leaves(compiled(x)), strict=True):
         np.testing.assert_array_equal(np.asarray(got), np.asarray(expected))

@@ -5,7 +5,8 @@ dimensions placed last (NCDHW-like) or followed by parallel dimensions
 (NDHWC-like), window 1-5, stride 1-3, no / symmetric / asymmetric explicit
 padding with lo <= hi and with lo > hi, odd and small sizes, f32 / bf16 / f16),
 lowers ``jax.vjp`` of ``lax.reduce_window(x, -inf, max, ...)`` with JAX on CPU,
-rewrites the text with ``pool3d_pass.rewrite_text``, runs both modules on
+rewrites the text with ``pool3d_pass.rewrite_text`` under each strategy
+(recompute: the backward call; indices: the fused from-input call), runs both modules on
 XLA:CPU and compares them with each other and with the float64 reference of
 the contract (tests/reference.py):
 
@@ -56,10 +57,15 @@ from reference import (
     overlaps,
     parallel_gap,
     summation_tolerance,
+    window_in_padding,
 )
 from xla_runner import run_stablehlo
 
 TARGET = "pool3d.max_pooling_3d_backward"
+# Each gradient is a bare gradient (vjp of the pool): recompute gives the
+# backward call (and an inserted forward), indices the fused call.
+STRATEGIES = ("recompute", "indices")
+GRADIENT_CALL = {"recompute": TARGET, "indices": "pool3d.max_pooling_3d_backward_from_input"}
 F32, BF16, F16 = np.dtype(np.float32), np.dtype(ml_dtypes.bfloat16), np.dtype(np.float16)
 
 
@@ -213,19 +219,23 @@ def _note(message: str) -> None:
         note(message)
 
 
-def rewrite(cfg: Config, text: str) -> str:
-    new_text, report = pool3d_pass.rewrite_text(text)
+def rewrite(cfg: Config, text: str, strategy: str = "recompute") -> str:
+    new_text, report = pool3d_pass.rewrite_text(text, strategy=strategy)
     _note(f"report: rewritten={report.rewritten} missed={[(m.location, m.reason) for m in report.missed]}")
     if cfg.trivial:
-        assert report.rewritten == 0 and TARGET not in new_text
+        assert report.rewritten == 0 and "custom_call" not in new_text
+    elif window_in_padding(cfg.shape, cfg.window, cfg.strides, cfg.padding):
+        reasons = [m.reason for m in report.missed]
+        assert reasons and all("in padding" in r for r in reasons), reasons
+        assert "custom_call" not in new_text
     elif parallel_gap(cfg.window, cfg.strides, cfg.padding) and report.rewritten == 0:
         # pooled dimensions spread over more than three: refused (see reference.parallel_gap)
         reasons = [m.reason for m in report.missed]
         assert reasons and all("not contiguous" in r for r in reasons), reasons
-        assert TARGET not in new_text
+        assert "custom_call" not in new_text
     else:
         assert report.rewritten == 1, (cfg.short(), [m.reason for m in report.missed])
-        assert new_text.count(f"custom_call @{TARGET}") == 1
+        assert new_text.count(f"custom_call @{GRADIENT_CALL[strategy]}(") == 1
         assert "select_and_scatter" not in new_text
     return new_text
 
@@ -244,17 +254,18 @@ def compare(cfg: Config, x: np.ndarray, g: np.ndarray, xla: np.ndarray, rewritte
 # the properties
 
 
-def check_drawn(cfg: Config, x_kind: str, seed: int) -> None:
+def check_drawn(cfg: Config, x_kind: str, seed: int, strategy: str) -> None:
     """Original and rewritten program on drawn inputs, compared as `compare` says."""
     note(cfg.short())
     rng = np.random.default_rng(seed)
     x = make_x(rng, cfg.shape, cfg.dtype, x_kind)
     g = make_g(rng, cfg.out_shape, cfg.dtype)
     text = lower(cfg)
-    new_text = rewrite(cfg, text)
+    new_text = rewrite(cfg, text, strategy)
     compare(cfg, x, g, run(text, x, g), run(new_text, x, g))
 
 
+@pytest.mark.parametrize("strategy", STRATEGIES)
 @given(cfg=configs(dtypes=(F32,)), x_kind=st.sampled_from(X_KINDS), seed=st.integers(0, 2**32 - 1))
 @example(  # NCDHW k3 s2 p1: the classic overlapping case
     cfg=Config((2, 3, 5, 5, 5), (1, 1, 3, 3, 3), (1, 1, 2, 2, 2), ((0, 0), (0, 0), (1, 1), (1, 1), (1, 1)), F32, "leading", "symmetric"),
@@ -264,10 +275,11 @@ def check_drawn(cfg: Config, x_kind: str, seed: int) -> None:
     cfg=Config((2, 5, 4, 3, 2), (1, 3, 2, 2, 1), (1, 2, 1, 2, 1), ((0, 0), (2, 1), (1, 0), (0, 0), (0, 0)), F32, "trailing", "lo>hi"),
     x_kind="relu", seed=1,
 )
-def test_f32_rewritten_matches_xla(cfg: Config, x_kind: str, seed: int):
-    check_drawn(cfg, x_kind, seed)
+def test_f32_rewritten_matches_xla(cfg: Config, x_kind: str, seed: int, strategy: str):
+    check_drawn(cfg, x_kind, seed, strategy)
 
 
+@pytest.mark.parametrize("strategy", STRATEGIES)
 @settings(max_examples=max(1, settings().max_examples * 3 // 4))
 @given(cfg=configs(dtypes=(BF16, F16)), x_kind=st.sampled_from(X_KINDS), seed=st.integers(0, 2**32 - 1))
 @example(
@@ -278,16 +290,17 @@ def test_f32_rewritten_matches_xla(cfg: Config, x_kind: str, seed: int):
     cfg=Config((1, 6, 6, 6, 2), (1, 3, 3, 3, 1), (1, 1, 1, 1, 1), ((0, 0), (1, 1), (1, 1), (1, 1), (0, 0)), F16, "trailing", "symmetric"),
     x_kind="constant", seed=3,
 )
-def test_low_precision_rewritten_vs_xla_and_reference(cfg: Config, x_kind: str, seed: int):
-    check_drawn(cfg, x_kind, seed)
+def test_low_precision_rewritten_vs_xla_and_reference(cfg: Config, x_kind: str, seed: int, strategy: str):
+    check_drawn(cfg, x_kind, seed, strategy)
 
 
+@pytest.mark.parametrize("strategy", STRATEGIES)
 @given(
     cfg=configs(dtypes=(F32,), pad_kinds=("valid", "symmetric", "lo<hi")),
     neg_inf_fraction=st.sampled_from([0.3, 0.7, 0.95, 1.0]),
     seed=st.integers(0, 2**32 - 1),
 )
-def test_neg_inf_inputs_match_contract_reference(cfg: Config, neg_inf_fraction: float, seed: int):
+def test_neg_inf_inputs_match_contract_reference(cfg: Config, neg_inf_fraction: float, seed: int, strategy: str):
     """-inf inputs: the rewritten program against the contract reference only.
 
     XLA is not the oracle here: on JAX's explicitly padded operand it may hand
@@ -300,12 +313,13 @@ def test_neg_inf_inputs_match_contract_reference(cfg: Config, neg_inf_fraction: 
     """
     # A known missed rewrite would leave XLA's own -inf behaviour in place.
     assume(not parallel_gap(cfg.window, cfg.strides, cfg.padding) and not cfg.trivial)
+    assume(not window_in_padding(cfg.shape, cfg.window, cfg.strides, cfg.padding))
     note(cfg.short())
     rng = np.random.default_rng(seed)
     x = rng.integers(-2, 3, size=cfg.shape).astype(np.float32)
     x[rng.random(cfg.shape) < neg_inf_fraction] = -np.inf
     g = make_g(rng, cfg.out_shape, cfg.dtype)
-    new_text = rewrite(cfg, lower(cfg))
+    new_text = rewrite(cfg, lower(cfg), strategy)
     rewritten = run(new_text, x, g)
     ref = max_pool_grad_reference(x, g, cfg.window, cfg.strides, cfg.padding)
     if cfg.overlapping:
@@ -323,7 +337,8 @@ def _cfg_1d(n, k, s, lo, hi, dtype=F32) -> Config:
     return Config((1, 1, 1, 1, n), (1, 1, 1, 1, k), (1, 1, 1, 1, s), ((0, 0),) * 4 + ((lo, hi),), np.dtype(dtype), "leading", "symmetric" if lo == hi else ("lo<hi" if lo < hi else "lo>hi"))
 
 
-def test_all_neg_inf_window_documented_difference():
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_all_neg_inf_window_documented_difference(strategy):
     """docs/contract.md: an all -inf window with explicit JAX padding.
 
     x = [-inf, -inf, -inf, -inf, 5], k=3, s=2, padding (1, 1): windows cover
@@ -337,7 +352,7 @@ def test_all_neg_inf_window_documented_difference():
     x = np.array([-np.inf, -np.inf, -np.inf, -np.inf, 5.0], np.float32).reshape(cfg.shape)
     g = np.array([10.0, 20.0, 40.0], np.float32).reshape(cfg.out_shape)
     text = lower(cfg)
-    new_text = rewrite(cfg, text)
+    new_text = rewrite(cfg, text, strategy)
     xla, rewritten = run(text, x, g).ravel(), run(new_text, x, g).ravel()
     ref = max_pool_grad_reference(x, g, cfg.window, cfg.strides, cfg.padding).grad.ravel()
     np.testing.assert_array_equal(xla, [0.0, 20.0, 0.0, 0.0, 40.0])  # window 0's 10 went to padding
@@ -345,7 +360,8 @@ def test_all_neg_inf_window_documented_difference():
     np.testing.assert_array_equal(rewritten, ref)
 
 
-def test_lo_greater_than_hi_neg_inf_window():
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_lo_greater_than_hi_neg_inf_window(strategy):
     """lo > hi on JAX's explicit-pad form: the low remainder is explicit padding.
 
     The pass folds min(lo, hi) into the kernel and keeps the rest as an
@@ -361,7 +377,7 @@ def test_lo_greater_than_hi_neg_inf_window():
     x = np.array([-np.inf, -np.inf, 3.0], np.float32).reshape(cfg.shape)
     g = np.array([10.0, 20.0, 40.0], np.float32).reshape(cfg.out_shape)
     text = lower(cfg)
-    new_text = rewrite(cfg, text)
+    new_text = rewrite(cfg, text, strategy)
     xla, rewritten = run(text, x, g).ravel(), run(new_text, x, g).ravel()
     ref = max_pool_grad_reference(x, g, cfg.window, cfg.strides, cfg.padding).grad.ravel()
     np.testing.assert_array_equal(ref, [30.0, 0.0, 40.0])  # contract: windows 0 and 1 pick x0
@@ -369,7 +385,8 @@ def test_lo_greater_than_hi_neg_inf_window():
     np.testing.assert_array_equal(rewritten, xla)  # the remainder pad behaves like XLA's
 
 
-def test_nan_window_documented_difference():
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_nan_window_documented_difference(strategy):
     """docs/contract.md: a window whose maximum is NaN selects nothing in the kernel.
 
     x = [1, NaN, 3, 2 | 4, 0], k=4 then k=2 (s=4, VALID), one window per group.
@@ -384,7 +401,7 @@ def test_nan_window_documented_difference():
     x = np.array([1.0, np.nan, 3.0, 2.0, 4.0, 0.0, -1.0, -2.0], np.float32).reshape(cfg.shape)
     g = np.array([10.0, 20.0], np.float32).reshape(cfg.out_shape)
     text = lower(cfg)
-    new_text = rewrite(cfg, text)
+    new_text = rewrite(cfg, text, strategy)
     xla, rewritten = run(text, x, g).ravel(), run(new_text, x, g).ravel()
     ref = max_pool_grad_reference(x, g, cfg.window, cfg.strides, cfg.padding).grad.ravel()
     np.testing.assert_array_equal(xla, [0, 0, 10, 0, 20, 0, 0, 0])

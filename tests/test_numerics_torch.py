@@ -48,6 +48,9 @@ from reference import (  # noqa: E402
 from xla_runner import run_stablehlo  # noqa: E402
 
 TARGET = "pool3d.max_pooling_3d_backward"
+# vjp of a pool (a bare gradient): recompute gives the backward call, indices the fused call.
+STRATEGIES = ("recompute", "indices")
+GRADIENT_CALL = {"recompute": TARGET, "indices": "pool3d.max_pooling_3d_backward_from_input"}
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -92,9 +95,10 @@ def _lower(shape, k, s, p) -> str:
     return jax.jit(grad).lower(jax.ShapeDtypeStruct(shape, np.float32), jax.ShapeDtypeStruct(out, np.float32)).as_text()
 
 
+@pytest.mark.parametrize("strategy", STRATEGIES)
 @pytest.mark.parametrize("cfg", CONFIGS, ids=_ids)
-def test_rewritten_matches_torch_max_pool3d_backward(cfg):
-    _check_against_torch(*cfg)
+def test_rewritten_matches_torch_max_pool3d_backward(cfg, strategy):
+    _check_against_torch(*cfg, strategy=strategy)
 
 
 @st.composite
@@ -111,13 +115,14 @@ def torch_configs(draw):
     return shape, k, s, p
 
 
+@pytest.mark.parametrize("strategy", STRATEGIES)
 @given(cfg=torch_configs())
-def test_rewritten_matches_torch_drawn(cfg):
+def test_rewritten_matches_torch_drawn(cfg, strategy):
     note(_ids(cfg))
-    _check_against_torch(*cfg)
+    _check_against_torch(*cfg, strategy=strategy)
 
 
-def _check_against_torch(shape, k, s, p):
+def _check_against_torch(shape, k, s, p, *, strategy):
     assert all(pi <= ki // 2 for ki, pi in zip(k, p)), "torch requires padding <= kernel // 2"
     rng = np.random.default_rng(sum(itertools.chain(shape, k, s, p)))
     n = int(np.prod(shape))
@@ -134,11 +139,11 @@ def _check_against_torch(shape, k, s, p):
     dx_torch = xt.grad.numpy()
 
     # the rewritten JAX program
-    new_text, report = pool3d_pass.rewrite_text(_lower(shape, k, s, p))
+    new_text, report = pool3d_pass.rewrite_text(_lower(shape, k, s, p), strategy=strategy)
     window, strides = (1, 1, *k), (1, 1, *s)
     padding = ((0, 0), (0, 0), *((pi, pi) for pi in p))
     assert report.rewritten == 1, [m.reason for m in report.missed]
-    assert f"custom_call @{TARGET}" in new_text
+    assert f"custom_call @{GRADIENT_CALL[strategy]}(" in new_text
     (dx,) = run_stablehlo(new_text, [x, g])
 
     ref = max_pool_grad_reference(x, g, window, strides, padding)
@@ -157,3 +162,39 @@ def _check_against_torch(shape, k, s, p):
         tol = summation_tolerance(ref, eps_of(np.float32))
         assert_within(dx, dx_torch, tol, "rewritten vs torch (overlap)")
         assert_within(dx, ref.grad, tol, "rewritten vs float64 reference (overlap)")
+
+
+def _lower_forward_and_gradient(shape, k, s, p) -> str:
+    """The training-step job: (y, dx) from (x, g), the forward kept: the indices strategy replaces it."""
+    window, strides = (1, 1, *k), (1, 1, *s)
+    padding = ((0, 0), (0, 0), *((pi, pi) for pi in p))
+
+    def step(x, g):
+        y, vjp = jax.vjp(lambda x: lax.reduce_window(x, -jnp.inf, lax.max, window, strides, padding), x)
+        return y, vjp(g)[0]
+
+    out = shape[:2] + tuple(_out(n, ki, si, pi) for n, ki, si, pi in zip(shape[2:], k, s, p))
+    return jax.jit(step).lower(jax.ShapeDtypeStruct(shape, np.float32), jax.ShapeDtypeStruct(out, np.float32)).as_text()
+
+
+@pytest.mark.parametrize("cfg", CONFIGS, ids=_ids)
+def test_forward_call_and_gradient_match_torch(cfg):
+    shape, k, s, p = cfg
+    rng = np.random.default_rng(sum(itertools.chain(shape, k, s, p)))
+    n = int(np.prod(shape))
+    x = (rng.permutation(n).astype(np.float32) - n / 2).reshape(shape) * np.float32(0.25)
+    xt = torch.from_numpy(x.copy()).requires_grad_(True)
+    yt = torch.nn.functional.max_pool3d(xt, k, s, p)
+    g = rng.standard_normal(tuple(yt.shape)).astype(np.float32)
+    yt.backward(torch.from_numpy(g))
+
+    new_text, report = pool3d_pass.rewrite_text(_lower_forward_and_gradient(shape, k, s, p), strategy="indices")
+    assert (report.forward_replaced, report.from_indices) == (1, 1), [m.reason for m in report.missed]
+    y, dx = run_stablehlo(new_text, [x, g])
+
+    assert_bit_exact(y, yt.detach().numpy(), "forward call vs torch max_pool3d")
+    if all(si >= ki for ki, si in zip(k, s)):
+        assert_bit_exact(dx, xt.grad.numpy(), "from-indices gradient vs torch (no overlap)")
+    else:
+        ref = max_pool_grad_reference(x, g, (1, 1, *k), (1, 1, *s), ((0, 0), (0, 0), *((pi, pi) for pi in p)))
+        assert_within(dx, xt.grad.numpy(), summation_tolerance(ref, eps_of(np.float32)), "from-indices vs torch (overlap)")
