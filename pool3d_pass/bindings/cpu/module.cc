@@ -9,6 +9,11 @@
 #include "xla/ffi/api/c_api.h"
 
 extern "C" XLA_FFI_Error* Pool3dMaxPooling3dBackward(XLA_FFI_CallFrame*);
+extern "C" XLA_FFI_Error* Pool3dMaxPooling3dForward(XLA_FFI_CallFrame*);
+extern "C" XLA_FFI_Error* Pool3dMaxPooling3dBackwardFromIndices(
+    XLA_FFI_CallFrame*);
+extern "C" XLA_FFI_Error* Pool3dMaxPooling3dBackwardFromInput(
+    XLA_FFI_CallFrame*);
 
 namespace {
 
@@ -25,6 +30,9 @@ PyObject* Handlers(PyObject*, PyObject*) {
   };
   const Entry entries[] = {
       {"backward", Pool3dMaxPooling3dBackward},
+      {"forward", Pool3dMaxPooling3dForward},
+      {"backward_from_indices", Pool3dMaxPooling3dBackwardFromIndices},
+      {"backward_from_input", Pool3dMaxPooling3dBackwardFromInput},
   };
   for (const Entry& e : entries) {
     PyObject* cap = Capsule(e.fn);

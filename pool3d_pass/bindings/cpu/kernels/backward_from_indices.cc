@@ -1,0 +1,181 @@
+// pool3d.max_pooling_3d_backward_from_indices: grad_input from
+// (grad_output, indices).
+//
+// grad_input = 0, then every window whose index t names a real tap adds its
+// grad_output there. An index outside [0, kD * kH * kW), or naming a tap in
+// the padding, selects nothing (-1 is the forward's "NaN maximum"; anything
+// else cannot come from the forward, and is never an out-of-bounds write).
+// Windows are visited in (od, oh, ow) order within each work item, so every
+// input element receives its contributions in that order, added in f32
+// (in dx itself for f32) and rounded once.
+//
+// NCDHW: one work item is one (b, c) plane; a tap's offset in the plane comes
+// from a table (td * H * W + th * W + tw) built once per call. NDHWC: one
+// work item is one (b, channel block), with the sliding f32 accumulator of
+// ndhwc_accumulator.h.
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "common/element_types.h"
+#include "common/geometry.h"
+#include "common/separable_ndhwc.h"
+#include "common/threading.h"
+#include "kernels.h"
+#include "layouts.h"
+#include "ndhwc_accumulator.h"
+
+namespace pool3d {
+namespace {
+
+// Per tap t: its (td, th, tw) and its offset from the window's origin in an
+// input laid out with strides (sd, sh, sw).
+struct TapTable {
+  std::vector<int32_t> td, th, tw;
+  std::vector<int64_t> off;
+  TapTable(const Geom& g, int64_t sd, int64_t sh, int64_t sw) {
+    const int64_t n = g.Taps();
+    td.resize(n); th.resize(n); tw.resize(n); off.resize(n);
+    for (int64_t t = 0; t < n; ++t) {
+      td[t] = int32_t(t / (g.kH * g.kW));
+      th[t] = int32_t(t / g.kW % g.kH);
+      tw[t] = int32_t(t % g.kW);
+      off[t] = td[t] * sd + th[t] * sh + tw[t] * sw;
+    }
+  }
+};
+
+struct PlaneScratch {
+  std::vector<float> acc;
+};
+
+// Windows of one output row of a plane whose taps are all real in W: those
+// with ow in [ilo, ihi).
+inline void InteriorW(const Geom& g, int64_t* ilo, int64_t* ihi) {
+  *ilo = std::min((g.pW + g.sW - 1) / g.sW, g.Wo);
+  *ihi = g.W + g.pW - g.kW >= 0
+             ? std::min((g.W + g.pW - g.kW) / g.sW + 1, g.Wo)
+             : 0;
+  if (*ihi < *ilo) *ihi = *ilo;
+}
+
+template <class T>
+void FromIndicesNcdhw(const Geom& g, const typename T::M* go,
+                      const int16_t* idx, typename T::M* dx) {
+  using M = typename T::M;
+  constexpr bool kF32 = sizeof(M) == 4;
+  const int64_t planes = g.B * g.C, HW = g.H * g.W, DHW = g.D * HW;
+  const int64_t HoWo = g.Ho * g.Wo, ODHW = g.Do * HoWo;
+  const int64_t taps = g.Taps();
+  const TapTable tab(g, HW, g.W, 1);
+  int64_t ilo, ihi;
+  InteriorW(g, &ilo, &ihi);
+  ParallelFor<PlaneScratch>(
+      planes, ThreadCount(planes, planes * DHW),
+      [&](int64_t p, PlaneScratch& s) {
+        float* acc;
+        if constexpr (kF32) {
+          acc = reinterpret_cast<float*>(dx + p * DHW);
+        } else {
+          s.acc.resize(DHW);
+          acc = s.acc.data();
+        }
+        std::fill(acc, acc + DHW, 0.0f);
+        const M* gp = go + p * ODHW;
+        const int16_t* ip = idx + p * ODHW;
+        for (int64_t od = 0; od < g.Do; ++od) {
+          const int64_t d0 = od * g.sD - g.pD;
+          for (int64_t oh = 0; oh < g.Ho; ++oh) {
+            const int64_t h0 = oh * g.sH - g.pH;
+            const int64_t o = (od * g.Ho + oh) * g.Wo;
+            const int64_t row = d0 * HW + h0 * g.W - g.pW;
+            // The taps of this row's windows are real in D and H?
+            const bool dh_real = d0 >= 0 && d0 + g.kD <= g.D && h0 >= 0 &&
+                                 h0 + g.kH <= g.H;
+            for (int64_t ow = 0; ow < g.Wo; ++ow) {
+              const int64_t t = ip[o + ow];
+              if (uint64_t(t) >= uint64_t(taps)) continue;
+              if (!dh_real || ow < ilo || ow >= ihi) {
+                const int64_t d = d0 + tab.td[t], h = h0 + tab.th[t],
+                              w = ow * g.sW - g.pW + tab.tw[t];
+                if (d < 0 || d >= g.D || h < 0 || h >= g.H || w < 0 ||
+                    w >= g.W)
+                  continue;  // a tap in the padding
+              }
+              acc[row + ow * g.sW + tab.off[t]] += T::ToF32(gp[o + ow]);
+            }
+          }
+        }
+        if constexpr (!kF32) {
+          M* dp = dx + p * DHW;
+          for (int64_t i = 0; i < DHW; ++i) dp[i] = T::FromF32(acc[i]);
+        }
+      });
+}
+
+template <class T>
+void FromIndicesNdhwc(const Geom& g, const typename T::M* go,
+                      const int16_t* idx, typename T::M* dx) {
+  const int64_t C = g.C, DHW = g.D * g.H * g.W;
+  const int64_t taps = g.Taps();
+  const TapTable tab(g, g.H * g.W, g.W, 1);
+  const NdhwcBlocks blocks = PlanNdhwcBlocks<T>(g);
+  ParallelFor<ClScratch>(blocks.items, blocks.threads, [&](int64_t item,
+                                                           ClScratch& s) {
+    const int64_t cb = item % blocks.ncb, b = item / blocks.ncb;
+    const int64_t c0 = cb * blocks.nc_blk,
+                  nc = std::min(blocks.nc_blk, C - c0);
+    NdhwcAccumulator<T> acc(g, blocks, dx + b * DHW * C + c0, nc, s);
+    for (int64_t od = 0; od < g.Do; ++od) {
+      const int64_t d0 = od * g.sD - g.pD;
+      acc.StartTo(d0 + g.kD);
+      float* a = acc.data();
+      const int64_t as = acc.astride;
+      for (int64_t oh = 0; oh < g.Ho; ++oh) {
+        const int64_t h0 = oh * g.sH - g.pH;
+        for (int64_t ow = 0; ow < g.Wo; ++ow) {
+          const int64_t w0 = ow * g.sW - g.pW;
+          const int64_t o = (((b * g.Do + od) * g.Ho + oh) * g.Wo + ow) * C + c0;
+          const int64_t origin = ((d0 - acc.acc_d) * g.H + h0) * g.W + w0;
+          for (int64_t c = 0; c < nc; ++c) {
+            const int64_t t = idx[o + c];
+            if (uint64_t(t) >= uint64_t(taps)) continue;
+            const int64_t d = d0 + tab.td[t], h = h0 + tab.th[t],
+                          w = w0 + tab.tw[t];
+            if (d < 0 || d >= g.D || h < 0 || h >= g.H || w < 0 || w >= g.W)
+              continue;  // a tap in the padding
+            a[(origin + tab.off[t]) * as + c] += T::ToF32(go[o + c]);
+          }
+        }
+      }
+      acc.FinishAfter(od);
+    }
+  });
+}
+
+template <class T>
+void Dispatch(const Geom& g, const void* go, const int16_t* idx, void* dx) {
+  using M = typename T::M;
+  auto* gm = static_cast<const M*>(go);
+  auto* dm = static_cast<M*>(dx);
+  if (g.in_cl != g.out_cl) return FromIndicesGeneric<T>(g, gm, idx, dm);
+  if (g.in_cl) return FromIndicesNdhwc<T>(g, gm, idx, dm);
+  return FromIndicesNcdhw<T>(g, gm, idx, dm);
+}
+
+}  // namespace
+
+void MaxPool3dBackwardFromIndices(const Geom& g, ElementType t,
+                                  const void* grad_output,
+                                  const int16_t* indices, void* grad_input) {
+  switch (t) {
+    case ElementType::kF32:
+      return Dispatch<F32T>(g, grad_output, indices, grad_input);
+    case ElementType::kBF16:
+      return Dispatch<BF16T>(g, grad_output, indices, grad_input);
+    case ElementType::kF16:
+      return Dispatch<F16T>(g, grad_output, indices, grad_input);
+  }
+}
+
+}  // namespace pool3d

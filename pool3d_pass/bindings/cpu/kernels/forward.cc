@@ -1,0 +1,180 @@
+// pool3d.max_pooling_3d_forward: (output, indices) from input.
+//
+// Both layouts run the separable first-max search (common/separable_*.h)
+// with NaN sorting above every number (KeyNanHigh) and indices counted as tap
+// numbers (td * kH * kW + th * kW + tw). The winner's key then gives the
+// output directly: keys order like the floats and map back to their bits,
+// except in two rare cases fixed up afterwards, tap by tap:
+//   - key NaN: the window holds a NaN, the winner is its first one; output is
+//     that NaN's bits, index -1 (nothing selected);
+//   - key 0: the maximum is a zero; it is +0 if the window holds a +0, else
+//     -0 (XLA's max), while the index stays the first zero of either sign.
+// One work item is one (b, c) plane (NCDHW) or one (b, channel block)
+// (NDHWC); every output element is written by exactly one item.
+#include <algorithm>
+#include <cstdint>
+
+#include "common/element_types.h"
+#include "common/first_max.h"
+#include "common/geometry.h"
+#include "common/separable_ncdhw.h"
+#include "common/separable_ndhwc.h"
+#include "common/threading.h"
+#include "kernels.h"
+#include "layouts.h"
+
+namespace pool3d {
+namespace {
+
+// The element bits of a key (not NaN, not padding); a zero key gives +0.
+template <class T>
+inline typename T::M KeyBits(int32_t k) {
+  using M = typename T::M;
+  constexpr uint32_t kSign = uint32_t{1} << (sizeof(M) * 8 - 1);
+  const int32_t neg = k >> 31;
+  return M(uint32_t((k ^ neg) - neg) | (kSign & uint32_t(neg)));
+}
+
+// out[i] = bits of key k[i], idx[i] = t[i] or -1 (NaN), for n lanes `ostep`
+// apart in out / idx (lane i of `in`). Returns whether some lane is a zero or
+// a NaN (needs FixWindow).
+template <class T>
+POOL3D_HOT bool WriteWinners(const int32_t* __restrict k,
+                             const int32_t* __restrict t, int64_t n,
+                             typename T::M* __restrict out,
+                             int16_t* __restrict idx) {
+  int32_t special = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const int32_t nan = -int32_t(k[i] == kNanHighKey);
+    out[i] = KeyBits<T>(k[i]);
+    idx[i] = int16_t((t[i] & ~nan) | nan);
+    special |= nan | -int32_t(k[i] == 0);
+  }
+  return special != 0;
+}
+
+// The rare lanes of one window: key NaN or 0, winner tap t, input element
+// at tap (td, th, tw) = at(td, th, tw) (nullptr-free: the tap is real).
+template <class T, class At>
+void FixWindow(const Geom& g, int32_t k, int32_t t, int64_t d0, int64_t h0,
+               int64_t w0, At at, typename T::M* out) {
+  using M = typename T::M;
+  const int64_t khw = g.kH * g.kW;
+  if (k == kNanHighKey) {
+    *out = at(t / khw, t / g.kW % g.kH, t % g.kW);
+    return;
+  }
+  if (k != 0) return;
+  int64_t td_lo, td_hi, th_lo, th_hi, tw_lo, tw_hi;
+  TapRange(d0, g.kD, g.D, &td_lo, &td_hi);
+  TapRange(h0, g.kH, g.H, &th_lo, &th_hi);
+  TapRange(w0, g.kW, g.W, &tw_lo, &tw_hi);
+  M zero = M(M(1) << (sizeof(M) * 8 - 1));  // -0 unless a +0 is found
+  for (int64_t td = td_lo; td < td_hi; ++td)
+    for (int64_t th = th_lo; th < th_hi; ++th)
+      for (int64_t tw = tw_lo; tw < tw_hi; ++tw)
+        if (at(td, th, tw) == 0) zero = 0;
+  *out = zero;
+}
+
+template <class T>
+void ForwardNcdhw(const Geom& g, const typename T::M* x, typename T::M* y,
+                  int16_t* idx) {
+  using M = typename T::M;
+  const int64_t planes = g.B * g.C;
+  const int64_t HW = g.H * g.W, DHW = g.D * HW, HoWo = g.Ho * g.Wo,
+                ODHW = g.Do * HoWo;
+  ParallelFor<SepScratch>(
+      planes, ThreadCount(planes, planes * DHW), [&](int64_t p, SepScratch& s) {
+        const M* xp = x + p * DHW;
+        PrepareSeparable(g, s);
+        SearchPlane<T, NanHigh>(
+            g, xp, s, int32_t(g.kW), int32_t(g.kH * g.kW),
+            [&](int64_t od, const int32_t* dk, const int32_t* di) {
+              M* yo = y + p * ODHW + od * HoWo;
+              if (!WriteWinners<T>(dk, di, HoWo, yo, idx + p * ODHW + od * HoWo))
+                return;
+              const int64_t d0 = od * g.sD - g.pD;
+              for (int64_t i = 0; i < HoWo; ++i) {
+                if (dk[i] != 0 && dk[i] != kNanHighKey) continue;
+                const int64_t h0 = i / g.Wo * g.sH - g.pH,
+                              w0 = i % g.Wo * g.sW - g.pW;
+                FixWindow<T>(
+                    g, dk[i], di[i], d0, h0, w0,
+                    [&](int64_t td, int64_t th, int64_t tw) {
+                      return xp[((d0 + td) * g.H + h0 + th) * g.W + w0 + tw];
+                    },
+                    yo + i);
+              }
+            });
+      });
+}
+
+template <class T>
+void ForwardNdhwc(const Geom& g, const typename T::M* x, typename T::M* y,
+                  int16_t* idx) {
+  using M = typename T::M;
+  const int64_t C = g.C, DHW = g.D * g.H * g.W, total = g.B * DHW * C;
+  const int64_t nc_blk =
+      ChannelBlock(C, g.B, ThreadCount(int64_t{1} << 20, total));
+  const int64_t ncb = (C + nc_blk - 1) / nc_blk, items = g.B * ncb;
+  ParallelFor<ClScratch>(items, ThreadCount(items, total), [&](int64_t item,
+                                                               ClScratch& s) {
+    const int64_t cb = item % ncb, b = item / ncb;
+    const int64_t c0 = cb * nc_blk, nc = std::min(nc_blk, C - c0);
+    const M* xb = x + b * DHW * C + c0;
+    struct Sink {
+      const Geom& g;
+      const M* xb;
+      M* y;
+      int16_t* idx;
+      int64_t b, c0, nc;
+      void BeginDepth(int64_t) {}
+      void EndDepth(int64_t) {}
+      void Row(int64_t od, int64_t oh, const int32_t* wk, const int32_t* wt) {
+        const int64_t o = ((b * g.Do + od) * g.Ho + oh) * g.Wo * g.C + c0;
+        bool special = false;
+        for (int64_t ow = 0; ow < g.Wo; ++ow)
+          special |= WriteWinners<T>(wk + ow * nc, wt + ow * nc, nc,
+                                     y + o + ow * g.C, idx + o + ow * g.C);
+        if (!special) return;
+        const int64_t d0 = od * g.sD - g.pD, h0 = oh * g.sH - g.pH;
+        for (int64_t i = 0; i < g.Wo * nc; ++i) {
+          if (wk[i] != 0 && wk[i] != kNanHighKey) continue;
+          const int64_t ow = i / nc, c = i % nc, w0 = ow * g.sW - g.pW;
+          FixWindow<T>(
+              g, wk[i], wt[i], d0, h0, w0,
+              [&](int64_t td, int64_t th, int64_t tw) {
+                return xb[(((d0 + td) * g.H + h0 + th) * g.W + w0 + tw) * g.C +
+                          c];
+              },
+              y + o + ow * g.C + c);
+        }
+      }
+    } sink{g, xb, y, idx, b, c0, nc};
+    SearchBlock<T, NanHigh>(g, Radices{g.kH, g.kW}, xb, nc, s, sink);
+  });
+}
+
+template <class T>
+void Dispatch(const Geom& g, const void* x, void* y, int16_t* idx) {
+  using M = typename T::M;
+  auto* xm = static_cast<const M*>(x);
+  auto* ym = static_cast<M*>(y);
+  if (g.in_cl != g.out_cl) return ForwardGeneric<T>(g, xm, ym, idx);
+  if (g.in_cl) return ForwardNdhwc<T>(g, xm, ym, idx);
+  return ForwardNcdhw<T>(g, xm, ym, idx);
+}
+
+}  // namespace
+
+void MaxPool3dForward(const Geom& g, ElementType t, const void* input,
+                      void* output, int16_t* indices) {
+  switch (t) {
+    case ElementType::kF32: return Dispatch<F32T>(g, input, output, indices);
+    case ElementType::kBF16: return Dispatch<BF16T>(g, input, output, indices);
+    case ElementType::kF16: return Dispatch<F16T>(g, input, output, indices);
+  }
+}
+
+}  // namespace pool3d
