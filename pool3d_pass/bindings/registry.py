@@ -122,7 +122,7 @@ register_binding(
         {BACKWARD: "pool3d_pass.bindings.cpu:max_pooling_3d_backward"},
         "cpu",
         contract_preconditions,
-        partitioned_functions={BACKWARD: "pool3d_pass.bindings.cpu_partitioned:max_pooling_3d_backward"},
+        partitioned_functions=_all_calls("pool3d_pass.bindings.cpu_partitioned"),
     )
 )
 # The NKI kernel recomputes the selection: Neuron gets the recompute strategy.
