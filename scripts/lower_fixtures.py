@@ -95,14 +95,15 @@ class Case:
     expected_pool_gradients: int
     negative: str | None = None
     notes: str | None = None
+    platform: str = "cpu"  # "tpu": lowered for TPU through jax.export (attribute padding)
 
 
 CASES: list[Case] = []
 
 
-def case(name, description, source="jax", expected=1, negative=None, notes=None):
+def case(name, description, source="jax", expected=1, negative=None, notes=None, platform="cpu"):
     def deco(build):
-        CASES.append(Case(name, description, source, build, expected, negative, notes))
+        CASES.append(Case(name, description, source, build, expected, negative, notes, platform))
         return build
 
     return deco
@@ -351,6 +352,45 @@ def _build_13():
         return wr._select_and_scatter_add(g, x, lax.gt_p, W3_NC(2), W3_NC(2), [(0, 0)] * 5)
 
     return fn, (rand((2, 3, 6, 6, 6)), rand((2, 3, 3, 3, 3), seed=1))
+
+
+# --------------------------------------------------------------------------
+# Raw JAX lowered for TPU: padding on the select_and_scatter's attribute
+# --------------------------------------------------------------------------
+
+TPU_NOTE = ("lowered for TPU with jax.export(platforms=('tpu',)) on this CPU machine: padding on the "
+            "select_and_scatter's attribute, raw operand (JAX's CPU/GPU form pads explicitly); runs on "
+            "XLA:CPU, where ties in padded windows may go to another element than the spec's")
+
+case("jax_tpu_ncdhw_k2s2_same_odd7_f32",
+     "grad(sum(pool(x)**2)), NCDHW (2,3,7,7,7), k2 s2 SAME: attribute padding (0,1) (TPU lowering)",
+     notes=TPU_NOTE, platform="tpu")(
+    _grad_sq(W3_NC(2), W3_NC(2), "SAME", (2, 3, 7, 7, 7)))
+case("jax_tpu_ncdhw_k3s2_p1_f32",
+     "grad(sum(pool(x)**2)), NCDHW (2,3,8,8,8), k3 s2 padding (1,1) (TPU lowering), overlap",
+     notes=TPU_NOTE, platform="tpu")(
+    _grad_sq(W3_NC(3), W3_NC(2), PAD1, (2, 3, 8, 8, 8)))
+case("jax_tpu_ndhwc_k2s2_p1_f32",
+     "grad(sum(pool(x)**2)), NDHWC (2,6,6,6,3), k2 s2 padding (1,1) (TPU lowering)",
+     notes=TPU_NOTE, platform="tpu")(
+    _grad_sq(W3_NL(2), W3_NL(2), ((0, 0), (1, 1), (1, 1), (1, 1), (0, 0)), (2, 6, 6, 6, 3)))
+case("jax_tpu_ncdhw_k2s2_same_odd7_bf16",
+     "grad(sum(pool(x)**2)), NCDHW (2,3,7,7,7) bf16, k2 s2 SAME: attribute padding (0,1) (TPU lowering)",
+     notes=TPU_NOTE, platform="tpu")(
+    _grad_sq(W3_NC(2), W3_NC(2), "SAME", (2, 3, 7, 7, 7), bf16))
+
+
+@case("jax_tpu_vjp_unused_primal_k2s1_same_f32",
+      "jax.vjp(pool, x), return only vjp_fn(g); x NCDHW (2,3,6,6,6), g given, k2 s1 SAME: attribute "
+      "padding (0,1), overlap, forward absent (TPU lowering)",
+      notes=TPU_NOTE, platform="tpu")
+def _build_tpu_vjp():
+    def fn(x, g):
+        _, vjp_fn = jax.vjp(lambda x: maxpool(x, W3_NC(2), W3_NC(1), "SAME"), x)
+        (dx,) = vjp_fn(g)
+        return dx
+
+    return fn, (rand((2, 3, 6, 6, 6)), rand((2, 3, 6, 6, 6), seed=1))
 
 
 NOT_LOWERABLE: list[dict[str, str]] = []
@@ -698,7 +738,8 @@ def inspect_module(text: str) -> dict:
                 "operand_type": str(operand.type),
                 "source_type": str(op.operands[1].type),
                 "window_dimensions": _dense_i64(op.attributes["window_dimensions"]),
-                "window_strides": _dense_i64(op.attributes["window_strides"]),
+                "window_strides": (_dense_i64(op.attributes["window_strides"]) if "window_strides" in op.attributes
+                                   else [1] * len(_dense_i64(op.attributes["window_dimensions"]))),
                 "padding": _dense_i64(op.attributes["padding"]) if "padding" in op.attributes else None,
                 "select_compare": direction,
                 "scatter_ops": scatter,
@@ -739,8 +780,11 @@ def inspect_module(text: str) -> dict:
 
 def lower_case(c: Case) -> tuple[str, dict]:
     fn, args = c.build()
-    lowered = jax.jit(fn).lower(*args)
-    text = relativize_paths(lowered.as_text(debug_info=True))
+    if c.platform == "cpu":
+        text = relativize_paths(jax.jit(fn).lower(*args).as_text(debug_info=True))
+    else:  # another platform's lowering, made here: jax.export lowers for any platform
+        exported = jax.export.export(jax.jit(fn), platforms=(c.platform,))(*args)
+        text = relativize_paths(exported.mlir_module())
     info = inspect_module(text)
     text_count = len(re.findall(r'"stablehlo\.select_and_scatter"|stablehlo\.select_and_scatter\b', text))
     assert text_count == info["select_and_scatter_count"], (c.name, text_count, info)
@@ -759,6 +803,7 @@ def lower_case(c: Case) -> tuple[str, dict]:
         "expected_pool_gradients": c.expected_pool_gradients,
         "negative": c.negative,
         "notes": c.notes,
+        **({"platform": c.platform} if c.platform != "cpu" else {}),
         **info,
     }
     return text, entry

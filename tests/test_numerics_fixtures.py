@@ -105,7 +105,9 @@ def _reference_recipe(entry):
     if entry["negative"] or len(entry["select_and_scatter"]) != 1:
         return None
     (sas,) = entry["select_and_scatter"]
-    if (sas.get("pad") or {}).get("input_defined_by") != "block_argument":
+    explicit_pad_of_argument = (sas.get("pad") or {}).get("input_defined_by") == "block_argument"
+    attribute_padded_argument = sas["operand_defined_by"] == "block_argument"  # JAX's TPU form
+    if not (explicit_pad_of_argument or attribute_padded_argument):
         return None
     window, strides, padding = _window(entry)
 
@@ -250,4 +252,7 @@ def test_reference_recipes_cover_the_simple_fixtures():
         "jax_ncdhw_k3s1_p1_f32",
         "jax_vjp_unused_primal_f32",
         "jax_vjp_with_primal_f32",
+        "jax_tpu_ncdhw_k2s2_same_odd7_f32",
+        "jax_tpu_ncdhw_k3s2_p1_f32",
+        "jax_tpu_vjp_unused_primal_k2s1_same_f32",
     } <= covered, sorted(covered)
