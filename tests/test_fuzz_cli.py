@@ -44,6 +44,10 @@ CRASH_CASES = [
         "nest_callsite_over", "nest_array_at_limit", "nest_alias_chain_over", "int_literal", "wide_int",
         "alias_bomb"))
 ]
+# A binding spliced in (--target=cpu) lowers through JAX, which makes a PJRT
+# client: its C++ INFO lines must not reach stderr (only a subprocess sees fd 2).
+CRASH_CASES.append(cf.Case("subprocess/target_cpu_stderr", cf.gradient_seeds()["k3s2p1_f32_pad"],
+                           ("--target=cpu", "--stats")))
 FAMILIES = ("smallint", "signed_zeros", "constant")
 
 

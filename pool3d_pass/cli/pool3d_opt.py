@@ -218,7 +218,24 @@ def run(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def _quiet_xla_info_logs() -> None:
+    """Keep XLA's C++ INFO lines (a PJRT client made while a binding is lowered) off stderr.
+
+    stderr carries only our error line, remarks and stats. TF_CPP_MIN_LOG_LEVEL,
+    if set, is the user's choice and is left alone.
+    """
+    if "TF_CPP_MIN_LOG_LEVEL" in os.environ:
+        return
+    try:
+        from jaxlib import utils
+
+        utils.absl_set_min_log_level(1)  # WARNING and above
+    except (ImportError, AttributeError):  # pragma: no cover - a jaxlib without it
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
+    _quiet_xla_info_logs()
     try:
         return run(parse_args(argv))
     except UserError as error:

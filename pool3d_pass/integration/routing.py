@@ -11,8 +11,13 @@ Two things decide whether a compile is rewritten:
 Each carries the strategy the rewrite asks for (`pool3d_pass.rewrite`'s
 `strategy`: "auto", "recompute" or "indices"); a scope's wins over the switch's.
 
-Flipping the switch clears JAX's in-memory caches (`jax.clear_caches()`), so an
-executable compiled on one side of the switch is never handed out on the other.
+The switch is also a JAX config state (`SWITCH_STATE`, "off" or the strategy)
+included in JAX's jit and trace-context cache keys: an executable is cached
+under the switch setting its call started with, so one compiled (rewritten)
+just before `disable()` and cached after it can never be handed to a call
+made after `disable()` (nor a plain one after `enable()`). Flipping the switch
+also clears JAX's in-memory caches (`jax.clear_caches()`). Threads: see
+docs/jax_integration.md, "Threads".
 """
 
 from __future__ import annotations
@@ -32,6 +37,27 @@ _switch_lock = threading.Lock()
 _globally_enabled = False
 _global_strategy = AUTO
 
+SWITCH_STATE = "pool3d_pass_rewrite"  # the JAX config state's name
+OFF = "off"
+_switch_state = None  # the JAX config state, made on the first flip; False: this JAX cannot
+
+
+def _jax_switch_state():
+    """The JAX config state mirroring the switch, in JAX's cache keys (None if this JAX cannot)."""
+    global _switch_state
+    if _switch_state is None:
+        from jax._src import config as jax_config
+
+        existing = getattr(jax_config, "config_states", {}).get(SWITCH_STATE)
+        try:
+            _switch_state = existing if existing is not None else jax_config.enum_state(
+                name=SWITCH_STATE, enum_values=[OFF, *STRATEGIES], default=OFF,
+                help="pool3d_pass.enable(): the strategy every jax.jit compile is rewritten with, or off.",
+                include_in_jit_key=True, include_in_trace_context=True)
+        except (AttributeError, TypeError):  # pragma: no cover - a JAX without key-carrying states
+            _switch_state = False
+    return _switch_state if _switch_state is not False else None
+
 
 def check_strategy(strategy: str) -> str:
     if strategy not in STRATEGIES:
@@ -44,6 +70,11 @@ def strategy() -> str | None:
     scoped = _scope.get()
     if scoped is not None:
         return scoped
+    state = _switch_state
+    if state is not None and state is not False:
+        # The value this thread's JAX cache keys carry (the switch, read once).
+        value = state.value
+        return None if value == OFF else value
     return _global_strategy if _globally_enabled else None
 
 
@@ -77,6 +108,9 @@ def set_enabled(value: bool, strategy: str = AUTO) -> bool:
         before = _global_strategy if previous else None
         _globally_enabled, _global_strategy = value, strategy
         if before != (strategy if value else None):
+            state = _jax_switch_state()
+            if state is not None:
+                state._set(strategy if value else OFF)
             # Executables compiled under the other setting sit in JAX's caches
             # (C++ jit caches, pxla._cached_compilation, primitive dispatch).
             jax.clear_caches()
