@@ -1,11 +1,13 @@
 // RUN: pool3d-opt %s --split-input-file | FileCheck %s
+// RUN: pool3d-opt %s --split-input-file --strategy=indices | FileCheck %s --check-prefix=INDICES
 
 // One forward max pool, two ways of writing its padding: on the reduce_window's
 // attribute (JAX, TensorFlow) or as an explicit stablehlo.pad(x, -inf) in front
 // of a reduce_window (torch-xla). The gradient's padding may be written either
 // way too. The forward is the same whenever pad edges + attribute padding equal
-// the gradient's effective padding; the pass must reuse it (the call's
-// `output` operand) and insert no second reduce_window.
+// the gradient's effective padding; the pass must reuse it (recompute: the
+// call's `output` operand; indices: the forward becomes the forward call) and
+// insert no second reduce_window.
 
 // torch-xla's training step: forward pad(-inf) + reduce_window without padding,
 // gradient with the same (0, 1) padding on its attribute.
@@ -22,6 +24,15 @@
 // CHECK: %[[R:.*]] = stablehlo.slice %[[DX]] [0:1, 0:2, 0:7, 0:7, 0:7]
 // CHECK: return %[[Y]], %[[R]]
 
+// INDICES-LABEL: func.func @explicit_pad_forward_attribute_gradient_f32
+// INDICES-SAME: (%[[X:.*]]: tensor<1x2x7x7x7xf32>, %[[G:.*]]: tensor<1x2x4x4x4xf32>)
+// INDICES-NOT: stablehlo.reduce_window
+// INDICES: %[[FWD:.*]]:2 = stablehlo.custom_call @pool3d.max_pooling_3d_forward(
+// INDICES: %[[DX:.*]] = stablehlo.custom_call @pool3d.max_pooling_3d_backward_from_indices(%[[G]], %[[FWD]]#1)
+// INDICES-NOT: stablehlo.reduce_window
+// INDICES-NOT: stablehlo.select_and_scatter
+// INDICES: %[[R:.*]] = stablehlo.slice %[[DX]]
+// INDICES: return %[[FWD]]#0, %[[R]]
 func.func @explicit_pad_forward_attribute_gradient_f32(%x: tensor<1x2x7x7x7xf32>, %g: tensor<1x2x4x4x4xf32>) -> (tensor<1x2x4x4x4xf32>, tensor<1x2x7x7x7xf32>) {
   %ninf = stablehlo.constant dense<0xFF800000> : tensor<f32>
   %p = stablehlo.pad %x, %ninf, low = [0, 0, 0, 0, 0], high = [0, 0, 1, 1, 1], interior = [0, 0, 0, 0, 0] : (tensor<1x2x7x7x7xf32>, tensor<f32>) -> tensor<1x2x8x8x8xf32>
@@ -59,6 +70,14 @@ func.func @explicit_pad_forward_attribute_gradient_f32(%x: tensor<1x2x7x7x7xf32>
 // CHECK-NOT: stablehlo.select_and_scatter
 // CHECK: return %[[Y]], %{{.*}}
 
+// INDICES-LABEL: func.func @pad_plus_attribute_forward_f32
+// INDICES-SAME: (%[[X:.*]]: tensor<{{.*}}>, %[[G:.*]]: tensor<1x2x4x4x4xf32>)
+// INDICES-NOT: stablehlo.reduce_window
+// INDICES: %[[FWD:.*]]:2 = stablehlo.custom_call @pool3d.max_pooling_3d_forward(%[[X]])
+// INDICES: %[[DX:.*]] = stablehlo.custom_call @pool3d.max_pooling_3d_backward_from_indices(%[[G]], %[[FWD]]#1)
+// INDICES-NOT: stablehlo.reduce_window
+// INDICES-NOT: stablehlo.select_and_scatter
+// INDICES: return %[[FWD]]#0, %[[DX]]
 func.func @pad_plus_attribute_forward_f32(%x: tensor<1x2x7x7x7xf32>, %g: tensor<1x2x4x4x4xf32>) -> (tensor<1x2x4x4x4xf32>, tensor<1x2x7x7x7xf32>) {
   %ninf = stablehlo.constant dense<0xFF800000> : tensor<f32>
   %p = stablehlo.pad %x, %ninf, low = [0, 0, 1, 1, 1], high = [0, 0, 1, 1, 1], interior = [0, 0, 0, 0, 0] : (tensor<1x2x7x7x7xf32>, tensor<f32>) -> tensor<1x2x9x9x9xf32>
@@ -93,6 +112,14 @@ func.func @pad_plus_attribute_forward_f32(%x: tensor<1x2x7x7x7xf32>, %g: tensor<
 // CHECK-SAME: padding = dense<1> : tensor<3xi64>
 // CHECK-NOT: stablehlo.select_and_scatter
 // CHECK: return %[[Y]], %[[DX]]
+// INDICES-LABEL: func.func @attribute_forward_explicit_pad_gradient_f32
+// INDICES-SAME: (%[[X:.*]]: tensor<{{.*}}>, %[[G:.*]]: tensor<1x2x4x4x4xf32>)
+// INDICES-NOT: stablehlo.reduce_window
+// INDICES: %[[FWD:.*]]:2 = stablehlo.custom_call @pool3d.max_pooling_3d_forward(%[[X]])
+// INDICES: %[[DX:.*]] = stablehlo.custom_call @pool3d.max_pooling_3d_backward_from_indices(%[[G]], %[[FWD]]#1)
+// INDICES-NOT: stablehlo.reduce_window
+// INDICES-NOT: stablehlo.select_and_scatter
+// INDICES: return %[[FWD]]#0, %[[DX]]
 func.func @attribute_forward_explicit_pad_gradient_f32(%x: tensor<1x2x8x8x8xf32>, %g: tensor<1x2x4x4x4xf32>) -> (tensor<1x2x4x4x4xf32>, tensor<1x2x8x8x8xf32>) {
   %ninf = stablehlo.constant dense<0xFF800000> : tensor<f32>
   %y = "stablehlo.reduce_window"(%x, %ninf) <{padding = dense<[[0, 0], [0, 0], [1, 1], [1, 1], [1, 1]]> : tensor<5x2xi64>, window_dimensions = array<i64: 1, 1, 3, 3, 3>, window_strides = array<i64: 1, 1, 2, 2, 2>}> ({
@@ -126,6 +153,14 @@ func.func @attribute_forward_explicit_pad_gradient_f32(%x: tensor<1x2x8x8x8xf32>
 // CHECK: %[[DX:.*]] = stablehlo.custom_call @pool3d.max_pooling_3d_backward(%[[G]], %[[X]], %[[Y]])
 // CHECK-NOT: stablehlo.select_and_scatter
 // CHECK: return %[[Y]], %[[DX]]
+// INDICES-LABEL: func.func @explicit_pad_forward_explicit_pad_gradient_f32
+// INDICES-SAME: (%[[X:.*]]: tensor<{{.*}}>, %[[G:.*]]: tensor<1x2x4x4x4xf32>)
+// INDICES-NOT: stablehlo.reduce_window
+// INDICES: %[[FWD:.*]]:2 = stablehlo.custom_call @pool3d.max_pooling_3d_forward(%[[X]])
+// INDICES: %[[DX:.*]] = stablehlo.custom_call @pool3d.max_pooling_3d_backward_from_indices(%[[G]], %[[FWD]]#1)
+// INDICES-NOT: stablehlo.reduce_window
+// INDICES-NOT: stablehlo.select_and_scatter
+// INDICES: return %[[FWD]]#0, %[[DX]]
 func.func @explicit_pad_forward_explicit_pad_gradient_f32(%x: tensor<1x2x8x8x8xf32>, %g: tensor<1x2x4x4x4xf32>) -> (tensor<1x2x4x4x4xf32>, tensor<1x2x8x8x8xf32>) {
   %ninf = stablehlo.constant dense<0xFF800000> : tensor<f32>
   %fp = stablehlo.pad %x, %ninf, low = [0, 0, 1, 1, 1], high = [0, 0, 1, 1, 1], interior = [0, 0, 0, 0, 0] : (tensor<1x2x8x8x8xf32>, tensor<f32>) -> tensor<1x2x10x10x10xf32>
@@ -161,6 +196,11 @@ func.func @explicit_pad_forward_explicit_pad_gradient_f32(%x: tensor<1x2x8x8x8xf
 // CHECK: %[[Y:.*]] = "stablehlo.reduce_window"
 // CHECK: stablehlo.custom_call @pool3d.max_pooling_3d_backward(%{{.*}}, %{{.*}}, %[[Y]])
 // CHECK: return %[[Y0]], %{{.*}}
+// INDICES-LABEL: func.func @zero_padded_forward_not_reused_f32
+// INDICES: %[[Y0:.*]] = "stablehlo.reduce_window"
+// INDICES-NOT: stablehlo.custom_call @pool3d.max_pooling_3d_forward
+// INDICES: stablehlo.custom_call @pool3d.max_pooling_3d_backward_from_input(
+// INDICES: return %[[Y0]], %{{.*}}
 func.func @zero_padded_forward_not_reused_f32(%x: tensor<1x2x7x7x7xf32>, %g: tensor<1x2x4x4x4xf32>) -> (tensor<1x2x4x4x4xf32>, tensor<1x2x7x7x7xf32>) {
   %ninf = stablehlo.constant dense<0xFF800000> : tensor<f32>
   %pzero = stablehlo.constant dense<0.000000e+00> : tensor<f32>
@@ -193,6 +233,11 @@ func.func @zero_padded_forward_not_reused_f32(%x: tensor<1x2x7x7x7xf32>, %g: ten
 // CHECK: %[[Y:.*]] = "stablehlo.reduce_window"
 // CHECK: stablehlo.custom_call @pool3d.max_pooling_3d_backward(%{{.*}}, %{{.*}}, %[[Y]])
 // CHECK: return %[[Y0]], %{{.*}}
+// INDICES-LABEL: func.func @forward_padding_differs_not_reused_f32
+// INDICES: %[[Y0:.*]] = "stablehlo.reduce_window"
+// INDICES-NOT: stablehlo.custom_call @pool3d.max_pooling_3d_forward
+// INDICES: stablehlo.custom_call @pool3d.max_pooling_3d_backward_from_input(
+// INDICES: return %[[Y0]], %{{.*}}
 func.func @forward_padding_differs_not_reused_f32(%x: tensor<1x2x7x7x7xf32>, %g: tensor<1x2x4x4x4xf32>) -> (tensor<1x2x4x4x4xf32>, tensor<1x2x7x7x7xf32>) {
   %ninf = stablehlo.constant dense<0xFF800000> : tensor<f32>
   %p = stablehlo.pad %x, %ninf, low = [0, 0, 0, 0, 0], high = [0, 0, 1, 1, 1], interior = [0, 0, 0, 0, 0] : (tensor<1x2x7x7x7xf32>, tensor<f32>) -> tensor<1x2x8x8x8xf32>
