@@ -78,7 +78,9 @@ def _compile_options():
         return xc.CompileOptions()
 
 
-@functools.lru_cache(maxsize=64)
+# Large enough for every fixture's original and rewritten module (about 90 fixtures),
+# so test files that run the same module (manifest checks, numerics) compile it once.
+@functools.lru_cache(maxsize=256)
 def _compile(text: str):
     client, device = _cpu_device()
     return client.compile_and_load(text, xc.DeviceList((device,)), _compile_options())
