@@ -274,3 +274,34 @@ func.func @last_maximum_select_is_not_rewritten(%x: tensor<2x3x8x8x8xf32>, %g: t
   return %y, %s : tensor<2x3x4x4x4xf32>, tensor<2x3x8x8x8xf32>
 }
 
+// -----
+
+// The cotangent is the forward's own result (`vjp(y)`): after the forward
+// becomes the forward call, the gradient reads the call's output too, and no
+// reduce_window is left.
+
+// CHECK-LABEL: func.func @cotangent_is_the_forward_output
+// CHECK-SAME: (%[[X:.*]]: tensor<2x3x8x8x8xf32>)
+// CHECK: %[[F:.*]]:2 = stablehlo.custom_call @pool3d.max_pooling_3d_forward(%[[X]])
+// CHECK: %[[DX:.*]] = stablehlo.custom_call @pool3d.max_pooling_3d_backward_from_indices(%[[F]]#0, %[[F]]#1)
+// CHECK-NOT: stablehlo.reduce_window
+// CHECK: return %[[DX]]
+func.func @cotangent_is_the_forward_output(%x: tensor<2x3x8x8x8xf32>) -> tensor<2x3x8x8x8xf32> {
+  %ninf = stablehlo.constant dense<0xFF800000> : tensor<f32>
+  %zero = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+  %y = "stablehlo.reduce_window"(%x, %ninf) <{padding = dense<[[0, 0], [0, 0], [1, 1], [1, 1], [1, 1]]> : tensor<5x2xi64>, window_dimensions = array<i64: 1, 1, 3, 3, 3>, window_strides = array<i64: 1, 1, 2, 2, 2>}> ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %m = stablehlo.maximum %a, %b : tensor<f32>
+    stablehlo.return %m : tensor<f32>
+  }) : (tensor<2x3x8x8x8xf32>, tensor<f32>) -> tensor<2x3x4x4x4xf32>
+  %s = "stablehlo.select_and_scatter"(%x, %y, %zero) <{padding = dense<[[0, 0], [0, 0], [1, 1], [1, 1], [1, 1]]> : tensor<5x2xi64>, window_dimensions = array<i64: 1, 1, 3, 3, 3>, window_strides = array<i64: 1, 1, 2, 2, 2>}> ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %c = stablehlo.compare GE, %a, %b, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    stablehlo.return %c : tensor<i1>
+  }, {
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %c = stablehlo.add %a, %b : tensor<f32>
+    stablehlo.return %c : tensor<f32>
+  }) : (tensor<2x3x8x8x8xf32>, tensor<2x3x4x4x4xf32>, tensor<f32>) -> tensor<2x3x8x8x8xf32>
+  return %s : tensor<2x3x8x8x8xf32>
+}

@@ -134,7 +134,10 @@ def test_pool_gradients_inside_scan_and_cond():
     x = jnp.asarray(np.random.default_rng(0).integers(-3, 4, (2, 3, 6, 6, 6)).astype(np.float32))
     compiled = pool3d_pass.jit(step).lower(x).compile()
     hlo = compiled.as_text()
-    # Bare gradients (jax.grad of a loss): the fused call, no forward inserted.
-    assert kernel_calls(hlo)["backward_from_input"] == 2 and "select-and-scatter" not in hlo
+    # scan: grad of sum(pool(.)**2) keeps its forward (forward call + from indices);
+    # cond: grad of sum(pool(.)) has none (the fused call). Nothing is inserted.
+    calls = kernel_calls(hlo)
+    assert (calls["forward"], calls["backward_from_indices"], calls["backward_from_input"]) == (1, 1, 1)
+    assert calls["backward"] == 0 and "select-and-scatter" not in hlo
     for expected, got in zip(jax.tree.leaves(jax.jit(step)(x)), jax.tree.leaves(compiled(x)), strict=True):
         np.testing.assert_array_equal(np.asarray(got), np.asarray(expected))

@@ -174,7 +174,7 @@ def test_a_binding_without_the_fused_call_gets_forward_and_from_indices(monkeypa
     calls = {call: f"pool3d_pass.bindings.reference:max_pooling_3d_{call}" for call in TARGETS if call != "backward_from_input"}
     binding = Binding("no-fused", calls, "cpu", contract_preconditions)
     monkeypatch.setitem(registry._BINDINGS, binding.platform, binding)
-    name = "jax_ncdhw_k3s2_p1_f32"  # grad of a loss through a pool: no forward in the function
+    name = "jax_vjp_unused_primal_f32"  # a bare gradient: no forward in the function
     text = fixture_text(name)
     rewritten, report = pool3d_pass.rewrite_text(text, target="no-fused")
     assert report.strategy == "indices" and report.from_input == 1 and report.forward_replaced == 0

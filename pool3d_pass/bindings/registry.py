@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from pool3d_pass.contract import (
     BACKWARD,
     BACKWARD_FROM_INDICES,
-    BACKWARD_FROM_INPUT,
     FORWARD,
     LAYOUTS,
     MAX_WINDOW_ELEMENTS,
@@ -39,7 +38,6 @@ RECOMPUTE = "recompute"
 INDICES = "indices"
 AUTO = "auto"
 STRATEGIES = (AUTO, RECOMPUTE, INDICES)
-LAYER_CALLS = (FORWARD, BACKWARD_FROM_INDICES, BACKWARD_FROM_INPUT)
 
 
 @dataclass(frozen=True)
@@ -77,8 +75,9 @@ class Binding:
         return getattr(importlib.import_module(module_name), name)
 
     def preferred_strategy(self, *, partitioned: bool = False) -> str:
-        """`indices` where the binding runs the layer calls, else `recompute`."""
-        return INDICES if all(self.implements(c, partitioned=partitioned) for c in LAYER_CALLS) else RECOMPUTE
+        """`indices` where the binding runs the layer pair (forward, from indices), else `recompute`."""
+        pair = (FORWARD, BACKWARD_FROM_INDICES)
+        return INDICES if all(self.implements(c, partitioned=partitioned) for c in pair) else RECOMPUTE
 
 
 def contract_preconditions(signature: CallSignature) -> str | None:
@@ -119,7 +118,7 @@ def _all_calls(module: str) -> dict[str, str]:
 register_binding(
     Binding(
         "cpu",
-        {BACKWARD: "pool3d_pass.bindings.cpu:max_pooling_3d_backward"},
+        _all_calls("pool3d_pass.bindings.cpu"),
         "cpu",
         contract_preconditions,
         partitioned_functions=_all_calls("pool3d_pass.bindings.cpu_partitioned"),

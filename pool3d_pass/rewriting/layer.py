@@ -63,7 +63,9 @@ def build_from_indices(match: PoolGradient, saved: SavedForward, emit: Emit) -> 
     """Insert the from-indices call for `match` before its op; return the gradient w.r.t. the unpadded input."""
     geometry = match.geometry
     with ir.InsertionPoint(match.op.operation), match.op.location:
-        grad5 = kv.reshape(match.grad_output, geometry.output_shape)
+        # The op's current source, not `match.grad_output`: where the cotangent is the
+        # forward's own result (vjp(y)), replacing the forward has rerouted it.
+        grad5 = kv.reshape(match.op.operands[1], geometry.output_shape)
         result_type = ir.RankedTensorType.get(list(geometry.input_shape), match.element_type)
         (grad_input5,) = emit(BACKWARD_FROM_INDICES, [grad5, saved.indices], [result_type], **kv.call_attributes(match))
         return kv.unfold_gradient(match, grad_input5)
