@@ -22,6 +22,8 @@ from jax import lax
 import pool3d_pass
 from pool3d_pass.integration import compile_hook, module_rewrite, routing
 
+from pool3d_pass.contract import TARGETS  # noqa: E402
+
 TARGET = "pool3d.max_pooling_3d_backward"
 SCATTER = re.compile(r"\b(select-and-scatter|scatter)\(")
 
@@ -62,7 +64,9 @@ def rand(shape=(2, 3, 5, 6, 7), seed=0):
 
 
 def is_rewritten(compiled_text: str) -> bool:
-    return TARGET in compiled_text and not SCATTER.search(compiled_text)
+    """A pool3d gradient call (any strategy's) is in the program and no scatter is left."""
+    gradient_targets = [TARGETS[call] for call in ("backward", "backward_from_indices", "backward_from_input")]
+    return any(f'custom_call_target="{t}"' in compiled_text for t in gradient_targets) and not SCATTER.search(compiled_text)
 
 
 def is_plain(compiled_text: str) -> bool:
