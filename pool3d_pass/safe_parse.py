@@ -2,41 +2,48 @@
 
 MLIR's parser, verifier and printer recurse once per level of nesting, on the
 C++ stack: a module nested 10,000 deep (112 KB of text), `tuple<...>`, array
-attributes or `callsite(...)` locations nested 100,000 deep end in SIGSEGV.
-Its integer literals cost time superlinear in their length (20,000 digits:
-about 20 s). Aliases (`#a1 = [#a0, #a0]`) make a DAG whose printed form doubles
-with each alias, and a decimal list of `i16777215` elements allocates 2 MB per
-two bytes of text. So `check_text` rejects, before MLIR sees the text:
+attributes or `callsite(...)` locations nested 100,000 deep end in SIGSEGV
+(measured on the 8 MB main stack: 1.3 to 4 KB per level, worst for regions).
+Integer literals cost time superlinear in their length (10,000 digits: 3.5 s;
+20,000: ~20 s). Aliases (`#a1 = [#a0, #a0]`, ...) build a DAG that the
+printer, and the pass's walk over locations, expand: each alias doubles it.
+A decimal list of `i16777215` elements allocates 2 MB per two bytes of text.
+So `check_text` rejects, before MLIR sees the text:
 
 * nesting deeper than `MAX_NESTING` (1,000) levels of `()`, `[]`, `{}` and
-  `<>` together, counted outside string literals and comments, through aliases
-  too (an alias used at depth d adds its own depth to d);
-* a run of more than `MAX_DIGITS` (100) decimal digits outside string literals
-  and comments (a literal, a dimension, a hex literal's decimal digits);
-* an integer type wider than `MAX_INT_WIDTH` (1,024) bits (`i`, `si`, `ui`);
+  `<>` together, counted outside string literals and comments (`->`, `<=`
+  and `>=` are not brackets), through aliases too (an alias used at depth d
+  adds its own depth to d);
+* a run of more than `MAX_DIGITS` (100) decimal digits outside string
+  literals and comments (any number: integer, float, dimension);
+* an integer type wider than `MAX_INT_WIDTH` (128) bits (`iN`, `siN`, `uiN`);
 * aliases whose uses would make the text longer than `MAX_ALIAS_EXPANSION`
-  (64 MiB) or `ALIAS_EXPANSION_RATIO` (32) times its length, whichever is
-  larger, if every alias use were replaced by its definition (recursively):
-  `#a1 = [#a0, #a0]`, `#a2 = [#a1, #a1]`, ... doubles with each alias, and
-  the printer and the pass's location walk would expand it.
+  (16 MiB) or `ALIAS_EXPANSION_RATIO` (16) times its length, whichever is
+  larger, if every alias use were replaced by its definition (recursively);
 
 and `run_with_large_stack` runs the parse (and, in pool3d-opt, the pass and
 the printer) on a thread with a `WORKER_STACK_BYTES` (256 MiB, reserved, not
-committed) stack: at the measured 1-5 KB of C++ stack per nesting level,
-anything under the nesting limit needs at most a few MB.
+committed) stack, 60 times what 1,000 levels need at 4 KB each.
 
-What the limits leave (measured on 2 busy cores, see tests/test_safe_parse.py):
-real programs nest at most ~15 deep and use literals of at most ~20 digits;
-an input at every limit at once (1,000 levels of each construct, 100-digit
-literals) parses in well under a second; time is then linear in the input's
-length, at no more than about 2 microseconds per byte.
+Real programs sit far inside: the lit tests and the fixtures (JAX, Flax,
+Equinox, Keras, TensorFlow, torch-xla) nest at most 32 deep (callsite
+location chains), use numbers of at most 13 digits and integer types of at
+most 64 bits, and their aliases expand them at most 6.1 times.
+
+Measured (pool3d-opt in-process, 2 busy cores, excluding its ~1 s start):
+every nesting construct at the limit 0.02-0.10 s; 1M `i128` elements (3 MB)
+0.9 s; alias bombs just under the expansion limit 0.5 s (types, attributes)
+and 1.2 s (locations, which the pass walks); a 2 MB module of ordinary ops
+0.9 s. `check_text` itself costs 0.02-0.2 microseconds per byte on real and
+list-heavy text, at most ~0.9 on text that is nothing but brackets or quotes.
 
 Violations raise `InputLimitError` (a `ValueError`) with the 1-based line and
-column (in UTF-8 bytes, as MLIR counts) where the limit is crossed.
-"""
+column (in UTF-8 bytes, as MLIR counts) of the first place a limit is
+crossed."""
 
 from __future__ import annotations
 
+import bisect
 import re
 import threading
 import traceback
@@ -45,9 +52,9 @@ from typing import TypeVar
 
 MAX_NESTING = 1_000
 MAX_DIGITS = 100
-MAX_INT_WIDTH = 1_024
-MAX_ALIAS_EXPANSION = 64 * 2**20
-ALIAS_EXPANSION_RATIO = 32
+MAX_INT_WIDTH = 128
+MAX_ALIAS_EXPANSION = 16 * 2**20
+ALIAS_EXPANSION_RATIO = 16
 WORKER_STACK_BYTES = 256 * 2**20
 
 _T = TypeVar("_T")
@@ -55,24 +62,16 @@ _T = TypeVar("_T")
 _OPEN = {"(": ")", "[": "]", "{": "}", "<": ">"}
 _CLOSE_TO_OPEN = {")": "(", "]": "[", "}": "{"}
 
-# One token of interest per match; everything between matches is skipped.
-_TOKEN = re.compile(
-    r"""
-      (?P<string>"(?:[^"\\\n]|\\[^\n])*"?)       # string literal (MLIR ends an unterminated one at the newline)
-    | (?P<comment>//[^\n]*)
-    | (?P<arrow>->)
-    | (?P<cmp>[<>]=)
-    | (?P<bracket>[\[\]{}()<>])
-    | (?P<newline>\n)
-    | (?P<alias>[\#!][A-Za-z_][A-Za-z0-9_$.]*)    # alias definition or use, or a dialect name
-    | (?P<ssa>[%^@][A-Za-z0-9_$.\-]*)              # value, block and symbol names
-    | (?P<digits>[0-9]+)
-    | (?P<word>[A-Za-z_][A-Za-z0-9_$.]*)           # keywords, types, `x`-separated dimension lists
-    """,
-    re.VERBOSE,
-)
+# The characters that can start a token of interest; everything else is skipped
+# by one search (a character set: the regex engine's fast scan).
+_NEXT = re.compile(r'["/\-<>\[\]{}()\n#!]')
+_STRING = re.compile(r'"(?:[^"\\\n]|\\[^\n])*"?')  # MLIR ends an unterminated string at the newline
+_ALIAS = re.compile(r"[#!][A-Za-z_][A-Za-z0-9_$.]*")  # alias definition or use, or a dialect name
+# Found in the whole text, then kept only outside strings and comments.
 _DIGIT_RUN = re.compile(r"[0-9]{%d,}" % (MAX_DIGITS + 1))
-_INT_TYPE = re.compile(r"(?:^|x)[su]?i([0-9]+)(?=x|$)")
+_WIDE_INT = re.compile(r"(?<![A-Za-z0-9_$.%^@#!?])(?:[0-9?]*x)*([su]?i)([0-9]{"
+                       + str(len(str(MAX_INT_WIDTH))) + r",})(?![A-Za-z0-9_$.])")
+_WIDE_HINT = re.compile(r"i[0-9]{" + str(len(str(MAX_INT_WIDTH))) + "}")
 _DEFINITION = re.compile(r"[ \t]*=")
 
 
@@ -112,53 +111,64 @@ def _error(text: str, offset: int, message: str) -> InputLimitError:
 
 
 def check_text(text: str) -> None:
-    """Raise InputLimitError if `text` exceeds a limit; otherwise return None. Linear time."""
+    """Raise InputLimitError if `text` exceeds a limit (the first one in the text); else None. Linear time."""
     stack: list[str] = []
     aliases: dict[str, _Alias] = {}
     uses: list[tuple[str, int, int]] = []  # alias uses outside definitions: (name, depth, offset)
+    skipped: list[tuple[int, int]] = []  # strings and comments, in order
     current: _Alias | None = None
     line_start = 0
-    for match in _TOKEN.finditer(text):
-        kind = match.lastgroup
-        if kind == "bracket":
-            char = match.group()
-            if char in _OPEN:
-                stack.append(char)
-                if len(stack) > MAX_NESTING:
-                    raise _error(text, match.start(), f"nesting deeper than {MAX_NESTING} levels")
-                if current is not None:
-                    current.max_depth = max(current.max_depth, len(stack) - current.base)
-            elif char == ">":
-                if stack and stack[-1] == "<":
-                    stack.pop()
-            else:
-                opener = _CLOSE_TO_OPEN[char]
-                if opener in stack:  # drop any unclosed '<' (a comparison inside a dialect body)
-                    while stack.pop() != opener:
-                        pass
-        elif kind == "cmp":
-            if match.group() == ">=" and stack and stack[-1] == "<":
+    first: tuple[int, str] | None = None  # the first violation: (offset, message)
+    position = 0
+    search = _NEXT.search
+    while True:
+        match = search(text, position)
+        if match is None:
+            break
+        start = match.start()
+        char = text[start]
+        position = start + 1
+        if char in _OPEN:
+            if char == "<" and text.startswith("=", position):  # `<=`
+                position += 1
+                continue
+            stack.append(char)
+            if len(stack) > MAX_NESTING:
+                first = (start, f"nesting deeper than {MAX_NESTING} levels")
+                break
+            if current is not None:
+                current.max_depth = max(current.max_depth, len(stack) - current.base)
+        elif char == ">":  # also the `>` of `>=`
+            if stack and stack[-1] == "<":
                 stack.pop()
-        elif kind == "newline":
-            line_start = match.end()
+        elif char in _CLOSE_TO_OPEN:
+            opener = _CLOSE_TO_OPEN[char]
+            if opener in stack:  # drop any unclosed '<' (a comparison inside a dialect body)
+                while stack.pop() != opener:
+                    pass
+        elif char == "\n":
+            line_start = position
             if current is not None and len(stack) <= current.base:
-                current.end = match.start()
+                current.end = start
                 current = None
-        elif kind == "digits" or kind == "word":
-            token = match.group()
-            run = _DIGIT_RUN.search(token)
-            if run is not None:
-                raise _error(text, match.start() + run.start(),
-                             f"a number with more than {MAX_DIGITS} digits")
-            if kind == "word":
-                for width in _INT_TYPE.finditer(token):
-                    if len(width.group(1)) > 5 or int(width.group(1)) > MAX_INT_WIDTH:
-                        offset = match.start() + width.start() + width.group().startswith("x")
-                        raise _error(text, offset, f"an integer type wider than {MAX_INT_WIDTH} bits")
-        elif kind == "alias":
-            token = match.group()
-            start = match.start()
-            if not text[line_start:start].strip() and _DEFINITION.match(text, match.end()):
+        elif char == '"':
+            position = _STRING.match(text, start).end()
+            skipped.append((start, position))
+        elif char == "/":
+            if text.startswith("/", position):  # a comment, to the end of the line
+                newline = text.find("\n", position)
+                position = len(text) if newline < 0 else newline
+                skipped.append((start, position))
+        elif char == "-":
+            if text.startswith(">", position):  # `->`
+                position += 1
+        else:  # '#' or '!'
+            alias = _ALIAS.match(text, start)
+            if alias is None:
+                continue
+            token = alias.group()
+            position = alias.end()
+            if not text[line_start:start].strip() and _DEFINITION.match(text, position):
                 if current is not None:
                     current.end = start
                 current = _Alias(token, start, len(stack))
@@ -169,6 +179,29 @@ def check_text(text: str) -> None:
                 uses.append((token, len(stack), start))
     if current is not None:
         current.end = len(text)
+
+    # Long numbers and wide integer types: rare, so found in the whole text and
+    # kept if outside every string and comment (and before a nesting error).
+    starts = [start for start, _ in skipped]
+    end_of_scan = first[0] if first else len(text)
+
+    def outside(offset: int) -> bool:
+        i = bisect.bisect_right(starts, offset) - 1
+        return i < 0 or offset >= skipped[i][1]
+
+    for run in _DIGIT_RUN.finditer(text, 0, end_of_scan):
+        if outside(run.start()):
+            first = (run.start(), f"a number with more than {MAX_DIGITS} digits")
+            end_of_scan = run.start()
+            break
+    wide_ints = _WIDE_INT.finditer(text, 0, end_of_scan) if _WIDE_HINT.search(text, 0, end_of_scan) else ()
+    for wide in wide_ints:
+        digits = wide.group(2)
+        if (len(digits) > len(str(MAX_INT_WIDTH)) or int(digits) > MAX_INT_WIDTH) and outside(wide.start(1)):
+            first = (wide.start(1), f"an integer type wider than {MAX_INT_WIDTH} bits")
+            break
+    if first is not None:
+        raise _error(text, *first)
     if aliases:
         _check_aliases(text, aliases, uses)
 

@@ -385,7 +385,7 @@ def crash_class_cases(rng: random.Random, count: int) -> list[Case]:
     limit = safe_parse.MAX_NESTING
     builders = []
     for kind in NESTING_KINDS:
-        per_level = 2 if kind in ("case", "callsite", "function_type") else 1
+        per_level = 2 if kind == "case" else 1  # levels of brackets per level of the construct
         builders.append((f"nest_{kind}_over", lambda k=kind, p=per_level: nested(k, rng.choice([
             limit // p + 1, 3_000, 10_000, 100_000]))))
         builders.append((f"nest_{kind}_at_limit", lambda k=kind, p=per_level: nested(k, (limit - 4) // p)))
