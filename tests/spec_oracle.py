@@ -30,7 +30,9 @@ and every real value, -inf and NaN included. bf16 ops run in f32 (XLA:CPU
 widens bf16 and canonicalises NaNs when narrowing, which would erase the mark):
 values and selection are exact, overlapping windows' sums are rounded to bf16
 once instead of after every add (identical whenever the sums are exact, as
-with small-integer gradients). (Padding with -inf and mapping
+with small-integer gradients). Integer ops (i8..i32, ui8..ui32) run in i64 /
+ui64 with INT64_MIN / UINT64_MAX as the mark; i64, ui64, i1 and complex types are refused
+(ValueError). (Padding with -inf and mapping
 real -inf to the lowest finite value, the simpler recipe, is exact for GE
 except for a window holding both -inf and the lowest finite value; the mark
 has no such exception.) A window with no valid position at all (padding >=
@@ -62,7 +64,10 @@ MARK_BITS = {
     "f64": (64, 0xFFF8_DEAD_BEEF_0D0D),
     "f32": (32, 0xFFC0_D0D0),
     "f16": (16, 0xFE6D),
+    "i64": (64, 0x8000_0000_0000_0000),  # the widened signed integers' mark: INT64_MIN
+    "ui64": (64, 0xFFFF_FFFF_FFFF_FFFF),  # the widened unsigned integers' mark: UINT64_MAX
 }
+_WIDENED_INTEGERS = ("i8", "i16", "i32", "ui8", "ui16", "ui32")
 
 
 def _ir():
@@ -90,7 +95,7 @@ def _widen_regions(new, ir, narrow, wide) -> None:
                     arg.set_type(wide_t)
             for inner in block.operations:
                 if inner.operation.name == "stablehlo.constant":
-                    raise ValueError("spec oracle: bf16 select_and_scatter region with a constant")
+                    raise ValueError(f"spec oracle: {narrow} select_and_scatter region with a constant")
                 for result in inner.results:
                     if result.type == narrow_t:
                         result.set_type(wide_t)
@@ -109,13 +114,20 @@ def _rewrite_one(op, ir, stablehlo) -> None:
     # XLA:CPU computes bf16 through f32 and canonicalises NaNs on the way back
     # (the mark's payload is lost), so bf16 runs in f32: exact values, the
     # scatter's sums rounded to bf16 once at the end.
-    widen = str(elem) == "bf16"
-    work = ir.F32Type.get() if widen else elem
+    # Integers (i8..i32, ui8..ui32) run in i64, where INT64_MIN marks padding
+    # (no narrower value reaches it); their sums wrap back on the final convert.
+    integer = isinstance(elem, ir.IntegerType) and str(elem) in _WIDENED_INTEGERS
+    widen = str(elem) == "bf16" or integer
+    if integer:  # unsigned stays unsigned (its compares are UNSIGNED)
+        unsigned = str(elem).startswith("ui")
+        work = ir.IntegerType.get_unsigned(64) if unsigned else ir.IntegerType.get_signless(64)
+    else:
+        work = ir.F32Type.get() if widen else elem
     elem_name = str(work)
     if elem_name not in MARK_BITS:
         raise ValueError(f"spec oracle: no padding mark for element type {elem}")
     width, bits = MARK_BITS[elem_name]
-    int_type = ir.IntegerType.get_signless(width)
+    int_type = work if integer else ir.IntegerType.get_signless(width)
     scalar_int = ir.RankedTensorType.get([], int_type)
     scalar = ir.RankedTensorType.get([], work)
     low = [lo for lo, _ in padding]
@@ -133,7 +145,7 @@ def _rewrite_one(op, ir, stablehlo) -> None:
         return stablehlo.ConvertOp(ir.RankedTensorType.get(list(t.shape), work), value).result
 
     with ir.InsertionPoint(op.operation), op.location:
-        mark = stablehlo.BitcastConvertOp(scalar, mark_int()).result
+        mark = mark_int() if integer else stablehlo.BitcastConvertOp(scalar, mark_int()).result
         padded = stablehlo.PadOp(to_work(operand), mark, low, high, [0] * rank).result
         new_source, new_init = to_work(source), to_work(init)
         new = op.operation.clone()  # inserted at the insertion point, before `op`
@@ -159,7 +171,7 @@ def _rewrite_one(op, ir, stablehlo) -> None:
         mk = mark_int()
         is_mark = [
             stablehlo.CompareOp(v_int, mk, stablehlo.ComparisonDirectionAttr.get("EQ")).result
-            for v_int in (stablehlo.BitcastConvertOp(scalar_int, v).result for v in (a, b))
+            for v_int in ((v if integer else stablehlo.BitcastConvertOp(scalar_int, v).result) for v in (a, b))
         ]
         a_real = stablehlo.NotOp(is_mark[0]).result
         keep = stablehlo.OrOp(is_mark[1], stablehlo.AndOp(a_real, original).result).result

@@ -107,6 +107,28 @@ def test_oracle_equals_numpy_reference(n, k, s, pad, dtype, layout, kind, reques
     record_property("xla_cpu_elements_off_spec", deviating)
 
 
+@pytest.mark.parametrize("elem,dtype", [("f64", np.float64), ("i32", np.int32), ("ui8", np.uint8)])
+def test_other_element_types(elem, dtype, request, record_property):
+    """f64 (torch-xla's negative fixture), and integers (widened to 64 bits): still the spec's selection."""
+    shape, out, window, strides, padding = (2, 7, 7), (2, 4, 4), (1, 2, 2), (1, 2, 2), ((0, 0), (0, 1), (0, 1))
+    text = sas_module(shape, window, strides, padding, out, elem)
+    if elem != "f64":
+        text = text.replace("dense<0.0>", "dense<0>")
+    if elem.startswith("ui"):
+        text = text.replace("compare GE, %a, %b", "compare GE, %a, %b, UNSIGNED")
+    rng = np.random.default_rng(3)
+    x = rng.integers(0 if elem.startswith("ui") else -2, 3, shape).astype(dtype)
+    if elem == "f64":
+        x[rng.random(shape) < 0.5] = -np.inf
+    g = rng.integers(1, 5, out).astype(dtype)
+    want = select_and_scatter_reference(x, g, window, strides, padding)
+    (got,) = spec_outputs(text, [x, g])
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+    (xla,) = run_stablehlo(text, [x, g])
+    XLA_DEVIATIONS[request.node.callspec.id] = int(np.sum(xla != want))
+
+
 def test_unpadded_ops_are_left_alone():
     """JAX's explicit form (op padding 0) is already the spec's: the oracle keeps the text's ops."""
     text, x, g, _ = _case(6, 2, 2, (0, 0))
