@@ -15,6 +15,13 @@ updated parameters and the loss); nothing is executed. torch-xla writes the
 forward as ``pad(-inf)`` + ``reduce_window`` without padding and the backward
 as ``select_and_scatter`` with attribute padding (``ceil_mode`` adds high
 padding).
+
+Two cases take the other route torch-xla offers: ``torch.export.export`` of a
+loss module, its joint forward-backward graph
+(``torch.export.experimental._export_forward_backward``, a private API of
+torch 2.9), lowered by ``torch_xla.stablehlo.exported_program_to_stablehlo``
+(``.get_stablehlo_text()``). (``torch_xla._XLAC._get_stablehlo`` is what
+``get_stablehlo`` calls.)
 """
 
 from __future__ import annotations
@@ -153,6 +160,47 @@ case("txla_conv3d_maxpool3d_ceil_train_step_f32",
      notes="the forward must be reused across the two padding forms (report: forward inserted 0)")(
     _train_step(dict(kernel_size=3, stride=2, padding=1, ceil_mode=True), (2, 2, 7, 7, 7)))
 
+def _export_joint(pool_kwargs, shape):
+    """torch.export of a loss module, its joint forward-backward graph, through torch_xla.stablehlo."""
+    def build():
+        from torch.export.experimental import _export_forward_backward
+        from torch_xla.stablehlo import exported_program_to_stablehlo
+
+        torch.manual_seed(0)
+
+        class Loss(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv = torch.nn.Conv3d(shape[1], 4, 3, padding=1)
+                self.pool = torch.nn.MaxPool3d(**pool_kwargs)
+                with torch.no_grad():
+                    n = self.pool(self.conv(torch.zeros(shape))).numel() // shape[0]
+                self.fc = torch.nn.Linear(n, 3)
+
+            def forward(self, x, target):
+                y = self.pool(torch.relu(self.conv(x)))
+                return (F.mse_loss(self.fc(y.flatten(1)), target),)
+
+        x = torch.from_numpy(np.random.default_rng(0).standard_normal(shape).astype(np.float32))
+        target = torch.from_numpy(np.random.default_rng(1).standard_normal((shape[0], 3)).astype(np.float32))
+        exported = torch.export.export(Loss(), (x, target))
+        joint = _export_forward_backward(exported)  # loss and the parameters' gradients
+        return exported_program_to_stablehlo(joint).get_stablehlo_text()
+    return build
+
+
+case("txla_export_joint_conv3d_maxpool3d_ceil_f32",
+     "torch.export of Conv3d(pad 1)-ReLU-MaxPool3d(3, stride 2, padding 1, ceil_mode=True)-Linear-MSE, "
+     "joint forward-backward graph (torch.export.experimental._export_forward_backward), lowered by "
+     "torch_xla.stablehlo.exported_program_to_stablehlo; x (2,2,7,7,7); results: loss and parameter gradients",
+     notes="the exported form: forward pad(-inf) + reduce_window, gradient with attribute padding; no "
+           "lazy tensors involved")(
+    _export_joint(dict(kernel_size=3, stride=2, padding=1, ceil_mode=True), (2, 2, 7, 7, 7)))
+case("txla_export_joint_conv3d_maxpool3d_k2s2_f32",
+     "torch.export joint graph (as above) of Conv3d-ReLU-MaxPool3d(2)-Linear-MSE, x (2,2,6,6,6)")(
+    _export_joint(dict(kernel_size=2, stride=2), (2, 2, 6, 6, 6)))
+
+
 case("neg_txla_max_pool3d_f64", f"{G}, (2,3,6,6,6) f64, k2 s2 padding=1", expected=0,
      negative="f64: the kernel is f32/bf16/f16; the select_and_scatter stays, with a remark",
      remarks=["element type f64"])(
@@ -163,8 +211,8 @@ case("neg_txla_avg_pool3d_f32", "x.grad of sum(F.avg_pool3d(x)**2), (2,3,6,6,6),
 
 
 def lower(c) -> str:
-    tensors = c["build"]()
-    return xm.get_stablehlo(tensors)
+    built = c["build"]()
+    return built if isinstance(built, str) else xm.get_stablehlo(built)
 
 
 def versions() -> dict:
