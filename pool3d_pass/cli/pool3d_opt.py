@@ -144,7 +144,7 @@ def process_chunk(chunk: Chunk, name: str, args: argparse.Namespace, report: Rew
         except ImportError as error:
             raise UserError(f"{PROG}: error: {error}") from None
         except ValueError as error:
-            raise UserError(f"{PROG}: error: bad --pass-pipeline: {str(error).splitlines()[0]}") from None
+            raise UserError(f"{PROG}: error: bad --pass-pipeline: {_one_line(str(error).splitlines()[0])}") from None
         try:
             pm.run(module.operation)
         except ir.MLIRError as error:
