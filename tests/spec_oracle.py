@@ -30,13 +30,15 @@ and every real value, -inf and NaN included. bf16 ops run in f32 (XLA:CPU
 widens bf16 and canonicalises NaNs when narrowing, which would erase the mark):
 values and selection are exact, overlapping windows' sums are rounded to bf16
 once instead of after every add (identical whenever the sums are exact, as
-with small-integer gradients). Integer ops (i8..i32, ui8..ui32) run in i64 /
-ui64 with INT64_MIN / UINT64_MAX as the mark; i64, ui64, i1 and complex types are refused
-(ValueError). (Padding with -inf and mapping
-real -inf to the lowest finite value, the simpler recipe, is exact for GE
-except for a window holding both -inf and the lowest finite value; the mark
-has no such exception.) A window with no valid position at all (padding >=
-window) selects a padded position, whose contribution the slice drops.
+with small-integer gradients). Integer ops (i8..i32, ui8..ui32) run in
+i64 / ui64 with INT64_MIN / UINT64_MAX as the mark; i64, ui64, i1 and complex
+types are refused (ValueError). The one input a float mark cannot handle is
+a real NaN with exactly the mark's bits (never produced by arithmetic, which
+yields XLA's canonical NaN). (Padding with -inf and mapping real -inf to the
+lowest finite value, the simpler recipe, is exact for GE except for a window
+holding both -inf and the lowest finite value; the mark has no such
+exception.) A window with no valid position at all (padding >= window)
+selects a padded position, whose contribution the slice drops.
 
 Everything else in the program (including JAX's explicit-pad form, whose -inf
 padding IS real data for the op) runs unchanged. The only assumption about
