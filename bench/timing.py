@@ -6,6 +6,16 @@ the variants interleaved (not all repeats of one, then all of the next) means
 a burst of noise from another tenant of this shared machine hits every variant
 alike, so ratios of the figures are fairer than the figures themselves.
 
+Each round starts one variant further along (round r runs variant r mod n
+first), so no variant always runs right after the same other one. This
+matters on a loaded machine: a call right after XLA's own pooling program
+(about 2 s of both cores on the largest shape) was measured 2x to 4x slower
+than the same call after anything else, sometimes even after a 2 s pause (no
+thread of ours spins meanwhile: the process uses no CPU then; most likely
+the scheduler's fair share between the machine's tenants making our process
+wait after a burst); with a fixed order that penalty always fell on the
+same variant.
+
 Every fn must block until its result is ready (use `blocking(...)` for JAX).
 
 `copy_bandwidth()` measures a plain memory copy: bytes read + bytes written
@@ -58,10 +68,12 @@ def measure(fns: dict[str, Callable[[], object]], *, repeats: int, warmup: int =
         for _ in range(warmup):
             fn()
     seconds: dict[str, list[float]] = {name: [] for name in fns}
-    for _ in range(repeats):
-        for name, fn in fns.items():
+    names = list(fns)
+    for r in range(repeats):
+        shift = r % len(names)
+        for name in names[shift:] + names[:shift]:
             start = time.perf_counter()
-            fn()
+            fns[name]()
             seconds[name].append(time.perf_counter() - start)
     return {name: Stats.from_seconds(s) for name, s in seconds.items()}
 
