@@ -378,6 +378,13 @@ def alias_bomb(n: int, kind: str = "attribute") -> str:
     return "\n".join(lines) + f"\nmodule attributes {{a.x = #a{n - 1}}} {{}}\n"
 
 
+def name_location_gradient(levels: int) -> str:
+    """A runnable gradient whose select_and_scatter has a name location nested `levels` deep."""
+    seed = gradient_seed((1, 2, 4, 4, 4), (1, 1, 2, 2, 2), (1, 1, 2, 2, 2), [(0, 0)] * 5)
+    location = "loc(" + '"n"(' * levels + '"f.py":1:2' + ")" * levels + ")"
+    return seed.replace("-> tensor<1x2x4x4x4xf32>\n  return", f"-> tensor<1x2x4x4x4xf32> {location}\n  return")
+
+
 def crash_class_cases(rng: random.Random, count: int) -> list[Case]:
     """Deep nesting at and past the limit, long literals, wide integers, alias bombs, huge shapes."""
     from pool3d_pass import safe_parse
@@ -392,10 +399,10 @@ def crash_class_cases(rng: random.Random, count: int) -> list[Case]:
     digits = safe_parse.MAX_DIGITS
     builders += [
         ("int_literal", lambda: f"module attributes {{a.x = {'1' * rng.choice([digits + 1, 20_000, 100_000])} : i64}} {{}}\n"),
-        ("int_literal_at_limit", lambda: f"module attributes {{a.x = {'1' * digits} : i1024}} {{}}\n"),
+        ("int_literal_at_limit", lambda: f"module attributes {{a.x = {'1' * 38} : i128, a.y = {'1' * digits}.5 : f64}} {{}}\n"),
         ("float_literal", lambda: f"module attributes {{a.x = 1.{'1' * rng.choice([200, 100_000])} : f32}} {{}}\n"),
-        ("dense_literals", lambda: "module attributes {a.x = dense<[" + ", ".join(["9" * digits] * 2000)
-         + "]> : tensor<2000xi1024>} {}\n"),
+        ("dense_literals", lambda: "module attributes {a.x = dense<[" + ", ".join(["9" * digits + ".5"] * 20000)
+         + "]> : tensor<20000xf64>} {}\n"),
         ("wide_int", lambda: "module attributes {a.x = dense<[" + ", ".join(["1"] * 300)
          + f"]> : tensor<300xi{rng.choice([1025, 16777215, 99999999])}>}} {{}}\n"),
         ("alias_bomb", lambda: alias_bomb(rng.choice([24, 40, 64]), rng.choice(["attribute", "type", "location"]))),
@@ -410,6 +417,7 @@ def crash_class_cases(rng: random.Random, count: int) -> list[Case]:
         ("long_string", lambda: 'module attributes {a.x = "' + "\\\\" * 500_000 + '"} {}\n'),
         ("unterminated_string", lambda: 'module attributes {a.x = "' + "(" * 5_000 + "\n} {}\n"),
         ("nul_bytes", lambda: "module {\x00" + "\x00" * 1000 + "}\n"),
+        ("name_location_at_limit", lambda: name_location_gradient(limit - 10)),
     ]
     cases = []
     for i in range(count):

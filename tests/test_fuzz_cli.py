@@ -48,6 +48,8 @@ CRASH_CASES = [
 # client: its C++ INFO lines must not reach stderr (only a subprocess sees fd 2).
 CRASH_CASES.append(cf.Case("subprocess/target_cpu_stderr", cf.gradient_seeds()["k3s2p1_f32_pad"],
                            ("--target=cpu", "--stats")))
+# Valid input at the nesting limit that the pass walks (a location's frames): rewritten, not an error.
+CRASH_CASES.append(cf.Case("subprocess/name_location_at_limit", cf.name_location_gradient(990), ("--stats",)))
 FAMILIES = ("smallint", "signed_zeros", "constant")
 
 
@@ -110,6 +112,8 @@ def test_cli_subprocess_crash_class(case, tmp_path):
     assert cf.problems(case, outcome, str(tmp_path / "input.mlir")) == []
     if case.name.endswith(("_over", "_int_literal", "_float_literal", "_wide_int", "_alias_bomb")):
         assert outcome.status == 1, outcome.stderr  # past a limit: the limit's error, not a crash
+    if case.name.endswith(("_at_limit", "target_cpu_stderr")):
+        assert outcome.status == 0, outcome.stderr  # within the limits: output
 
 
 def test_the_draw_covers_every_kind_of_mutation():

@@ -236,6 +236,10 @@ def _quiet_xla_info_logs() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     _quiet_xla_info_logs()
+    # Input may nest up to safe_parse.MAX_NESTING levels, and the pass walks
+    # some of it (a location's frames) recursively in Python, on the worker
+    # thread's large stack: Python's default limit of 1,000 frames is too low.
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 20 * safe_parse.MAX_NESTING))
     try:
         return run(parse_args(argv))
     except UserError as error:
