@@ -234,9 +234,11 @@ def m_padding(text, rng):
         return None
     dims = [int(v) for v in window.group(1).split(",")]
     rank = int(pad.group(2))
+    if rank < 1 or rank > 64:
+        return None
     flat = [int(v) for v in re.findall(r"-?\d+", pad.group(1))]
     pairs = flat * (2 * rank) if len(flat) == 1 else flat
-    pairs = pairs[: 2 * rank]
+    pairs = (pairs + [0] * (2 * rank))[: 2 * rank]
     i = rng.randrange(2 * rank)
     k = dims[i // 2] if i // 2 < len(dims) else 1
     pairs[i] = rng.choice([k, k + 1, k - 1, 2 * k, -1, -k, 2**31, 2**40, 2**63 - 1])
