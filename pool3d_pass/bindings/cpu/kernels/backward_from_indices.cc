@@ -10,7 +10,8 @@
 // (in dx itself for f32) and rounded once.
 //
 // NCDHW: one work item is one (b, c) plane; a tap's offset in the plane comes
-// from a table (td * H * W + th * W + tw) built once per call. NDHWC: one
+// from a table (td * H * W + th * W + tw) built once per call; windows that do
+// not overlap write every element once instead (no zeroing). NDHWC: one
 // work item is one (b, channel block), with the sliding f32 accumulator of
 // ndhwc_accumulator.h.
 #include <algorithm>
@@ -23,6 +24,7 @@
 #include "common/threading.h"
 #include "kernels.h"
 #include "layouts.h"
+#include "ncdhw_no_overlap.h"
 #include "ndhwc_accumulator.h"
 
 namespace pool3d {
@@ -49,14 +51,21 @@ struct PlaneScratch {
   std::vector<float> acc;
 };
 
-// Windows of one output row of a plane whose taps are all real in W: those
-// with ow in [ilo, ihi).
-inline void InteriorW(const Geom& g, int64_t* ilo, int64_t* ihi) {
-  *ilo = std::min((g.pW + g.sW - 1) / g.sW, g.Wo);
-  *ihi = g.W + g.pW - g.kW >= 0
-             ? std::min((g.W + g.pW - g.kW) / g.sW + 1, g.Wo)
-             : 0;
-  if (*ihi < *ilo) *ihi = *ilo;
+// Windows that do not overlap: one work item is one (plane, od), writing the
+// input depths od owns once (ncdhw_no_overlap.h).
+template <class T>
+void FromIndicesNcdhwNoOverlap(const Geom& g, const typename T::M* go,
+                               const int16_t* idx, typename T::M* dx) {
+  const int64_t planes = g.B * g.C, DHW = g.D * g.H * g.W;
+  const int64_t HoWo = g.Ho * g.Wo, ODHW = g.Do * HoWo;
+  struct None {};
+  ParallelFor<None>(planes * g.Do, ThreadCount(planes * g.Do, planes * DHW),
+                    [&](int64_t item, None&) {
+                      const int64_t p = item / g.Do, od = item % g.Do;
+                      WriteDepthNoOverlapAnyK<T>(
+                          g, od, idx + p * ODHW + od * HoWo,
+                          go + p * ODHW + od * HoWo, dx + p * DHW);
+                    });
 }
 
 template <class T>
@@ -116,6 +125,7 @@ void FromIndicesNcdhw(const Geom& g, const typename T::M* go,
 template <class T>
 void FromIndicesNdhwc(const Geom& g, const typename T::M* go,
                       const int16_t* idx, typename T::M* dx) {
+  using M = typename T::M;
   const int64_t C = g.C, DHW = g.D * g.H * g.W;
   const int64_t taps = g.Taps();
   const TapTable tab(g, g.H * g.W, g.W, 1);
@@ -126,25 +136,41 @@ void FromIndicesNdhwc(const Geom& g, const typename T::M* go,
     const int64_t c0 = cb * blocks.nc_blk,
                   nc = std::min(blocks.nc_blk, C - c0);
     NdhwcAccumulator<T> acc(g, blocks, dx + b * DHW * C + c0, nc, s);
+    const int64_t as = acc.astride;
+    // Tap offsets in the accumulator, for windows whose taps are all real.
+    std::vector<int64_t> off(taps);
+    for (int64_t t = 0; t < taps; ++t) off[t] = tab.off[t] * as;
     for (int64_t od = 0; od < g.Do; ++od) {
       const int64_t d0 = od * g.sD - g.pD;
       acc.StartTo(d0 + g.kD);
       float* a = acc.data();
-      const int64_t as = acc.astride;
+      const bool d_real = d0 >= 0 && d0 + g.kD <= g.D;
       for (int64_t oh = 0; oh < g.Ho; ++oh) {
         const int64_t h0 = oh * g.sH - g.pH;
+        const bool dh_real = d_real && h0 >= 0 && h0 + g.kH <= g.H;
         for (int64_t ow = 0; ow < g.Wo; ++ow) {
           const int64_t w0 = ow * g.sW - g.pW;
           const int64_t o = (((b * g.Do + od) * g.Ho + oh) * g.Wo + ow) * C + c0;
           const int64_t origin = ((d0 - acc.acc_d) * g.H + h0) * g.W + w0;
+          const int16_t* __restrict it = idx + o;
+          const M* __restrict gt = go + o;
+          if (dh_real && w0 >= 0 && w0 + g.kW <= g.W) {
+            float* __restrict ao = a + origin * as;
+            for (int64_t c = 0; c < nc; ++c) {
+              const int64_t t = it[c];
+              if (uint64_t(t) < uint64_t(taps))
+                ao[off[t] + c] += T::ToF32(gt[c]);
+            }
+            continue;
+          }
           for (int64_t c = 0; c < nc; ++c) {
-            const int64_t t = idx[o + c];
+            const int64_t t = it[c];
             if (uint64_t(t) >= uint64_t(taps)) continue;
             const int64_t d = d0 + tab.td[t], h = h0 + tab.th[t],
                           w = w0 + tab.tw[t];
             if (d < 0 || d >= g.D || h < 0 || h >= g.H || w < 0 || w >= g.W)
               continue;  // a tap in the padding
-            a[(origin + tab.off[t]) * as + c] += T::ToF32(go[o + c]);
+            a[(origin + tab.off[t]) * as + c] += T::ToF32(gt[c]);
           }
         }
       }
@@ -160,6 +186,7 @@ void Dispatch(const Geom& g, const void* go, const int16_t* idx, void* dx) {
   auto* dm = static_cast<M*>(dx);
   if (g.in_cl != g.out_cl) return FromIndicesGeneric<T>(g, gm, idx, dm);
   if (g.in_cl) return FromIndicesNdhwc<T>(g, gm, idx, dm);
+  if (!g.overlap) return FromIndicesNcdhwNoOverlap<T>(g, gm, idx, dm);
   return FromIndicesNcdhw<T>(g, gm, idx, dm);
 }
 

@@ -2,8 +2,8 @@
 // (grad_output, input), fused: the selection is searched and scattered at
 // once, no indices or maxima in memory.
 //
-// The separable search (common/separable_*.h) runs with NaN sorting above
-// every number (KeyNanHigh): a window's winner is then the first tap equal to
+// The search runs with NaN sorting above every number (KeyNanHigh): a
+// window's winner is then the first tap equal to
 // its maximum (+0 == -0) unless the window holds a NaN, in which case the
 // winner's key is NaN and nothing is selected. So the search alone is the
 // contract's selection; no check against an `output`, no fallback. Equal to
@@ -12,9 +12,10 @@
 // the same windows add the same values to the same elements in the same
 // (od, oh, ow) order, in f32.
 //
-// NCDHW: one work item is one (b, c) plane, as the recompute backward.
-// NDHWC: one work item is one (b, channel block), with the sliding f32
-// accumulator of ndhwc_accumulator.h.
+// NCDHW: one work item is one (b, c) plane, as the recompute backward;
+// windows that do not overlap write every element once. NDHWC: the direct
+// search across channels (common/direct_ndhwc.h, first maximum in tap order
+// by construction) and the sliding f32 accumulator of ndhwc_accumulator.h.
 #include <algorithm>
 #include <cstdint>
 #include <vector>
@@ -23,10 +24,11 @@
 #include "common/first_max.h"
 #include "common/geometry.h"
 #include "common/separable_ncdhw.h"
-#include "common/separable_ndhwc.h"
+#include "common/direct_ndhwc.h"
 #include "common/threading.h"
 #include "kernels.h"
 #include "layouts.h"
+#include "ncdhw_no_overlap.h"
 #include "ndhwc_accumulator.h"
 
 namespace pool3d {
@@ -42,6 +44,39 @@ POOL3D_HOT void SelectedPositions(const int32_t* __restrict key,
     const int32_t nan = -int32_t(key[i] == kNanHighKey);
     pos[i] = ((row + i * sW + idx[i]) & ~nan) | nan;
   }
+}
+
+// sel[i] = idx[i], or -1 where the winner's key is NaN.
+POOL3D_HOT void SelectedTaps(const int32_t* __restrict key,
+                             const int32_t* __restrict idx, int64_t n,
+                             int32_t* __restrict sel) {
+  for (int64_t i = 0; i < n; ++i) {
+    const int32_t nan = -int32_t(key[i] == kNanHighKey);
+    sel[i] = (idx[i] & ~nan) | nan;
+  }
+}
+
+// Windows that do not overlap: one work item is one (plane, od), searched
+// and written once (ncdhw_no_overlap.h).
+template <class T, int KW>
+void FromInputNcdhwNoOverlap(const Geom& g, const typename T::M* go,
+                             const typename T::M* x, typename T::M* dx) {
+  const int64_t planes = g.B * g.C;
+  const int64_t DHW = g.D * g.H * g.W, HoWo = g.Ho * g.Wo, ODHW = g.Do * HoWo;
+  ParallelFor<NoOverlapScratch>(
+      planes * g.Do, ThreadCount(planes * g.Do, planes * DHW),
+      [&](int64_t item, NoOverlapScratch& s) {
+        const int64_t p = item / g.Do, od = item % g.Do;
+        s.sel.resize(HoWo);
+        int32_t* sel = s.sel.data();
+        SearchDepthNoOverlap<T, KW>(
+            g, x + p * DHW, od, s,
+            [&](int64_t oh, const int32_t* best, const int32_t* tap) {
+              SelectedTaps(best, tap, g.Wo, sel + oh * g.Wo);
+            });
+        WriteDepthNoOverlapAnyK<T>(g, od, sel, go + p * ODHW + od * HoWo,
+                                   dx + p * DHW);
+      });
 }
 
 template <class T>
@@ -86,71 +121,54 @@ void FromInputNcdhw(const Geom& g, const typename T::M* go,
       });
 }
 
-// off[i] = where lane i (= ow * nc + c) of one output row scatters, relative
-// to the row's origin in the accumulator, or -1 where the winner's key is
-// NaN; t[i] is a tap code with radices rad.
-void SelectedOffsetsCl(const Geom& g, Radices rad, const int32_t* k,
-                       const int32_t* t, int64_t nc, int64_t astride,
-                       int32_t* off) {
-  const bool direct = rad.Hr == g.H && rad.Wr == g.W;
-  for (int64_t ow = 0; ow < g.Wo; ++ow) {
-    for (int64_t c = 0; c < nc; ++c) {
-      const int64_t i = ow * nc + c;
-      if (k[i] == kNanHighKey) {
-        off[i] = -1;
-        continue;
-      }
-      int64_t q = t[i];
-      if (!direct) {  // a window larger than the input: decode the tap
-        const int64_t td = q / (rad.Hr * rad.Wr), th = q / rad.Wr % rad.Hr,
-                      tw = q % rad.Wr;
-        q = (td * g.H + th) * g.W + tw;
-      }
-      off[i] = int32_t((ow * g.sW + q) * astride + c);
-    }
-  }
-}
-
+// One work item is one (b, channel block): the direct search of
+// common/direct_ndhwc.h per window, in (od, oh, ow) order, each winner's
+// gradient added at once into the sliding accumulator.
 template <class T>
 void FromInputNdhwc(const Geom& g, const typename T::M* go,
                     const typename T::M* x, typename T::M* dx) {
   using M = typename T::M;
-  const int64_t C = g.C, DHW = g.D * g.H * g.W;
-  const Radices rad{std::max(g.H, g.kH), std::max(g.W, g.kW)};
+  using K = NarrowKey<T>;
+  const int64_t C = g.C, HW = g.H * g.W, DHW = g.D * HW;
+  const int64_t taps = g.Taps();
   const NdhwcBlocks blocks = PlanNdhwcBlocks<T>(g);
-  ParallelFor<ClScratch>(blocks.items, blocks.threads, [&](int64_t item,
-                                                           ClScratch& s) {
+  struct Scratch : ClScratch {
+    std::vector<K> best, tap;
+    std::vector<int64_t> off;
+  };
+  ParallelFor<Scratch>(blocks.items, blocks.threads, [&](int64_t item,
+                                                         Scratch& s) {
     const int64_t cb = item % blocks.ncb, b = item / blocks.ncb;
     const int64_t c0 = cb * blocks.nc_blk,
                   nc = std::min(blocks.nc_blk, C - c0);
     const M* xb = x + b * DHW * C + c0;
     NdhwcAccumulator<T> acc(g, blocks, dx + b * DHW * C + c0, nc, s);
-    s.off.resize(g.Wo * nc);
-    struct Sink {
-      const Geom& g;
-      Radices rad;
-      const M* go;
-      int64_t b, c0, nc;
-      ClScratch& s;
-      NdhwcAccumulator<T>& acc;
-      void BeginDepth(int64_t od) { acc.StartTo(od * g.sD - g.pD + g.kD); }
-      void EndDepth(int64_t od) { acc.FinishAfter(od); }
-      void Row(int64_t od, int64_t oh, const int32_t* wk, const int32_t* wt) {
-        const int64_t o = ((b * g.Do + od) * g.Ho + oh) * g.Wo * g.C + c0;
-        int32_t* off = s.off.data();
-        SelectedOffsetsCl(g, rad, wk, wt, nc, acc.astride, off);
-        const int64_t d0 = od * g.sD - g.pD, h0 = oh * g.sH - g.pH;
-        float* a = acc.data() +
-                   (((d0 - acc.acc_d) * g.H + h0) * g.W - g.pW) * acc.astride;
+    const int64_t as = acc.astride;
+    s.best.resize(nc);
+    s.tap.resize(nc);
+    s.off.resize(taps);  // tap t's offset from the window's origin in acc
+    for (int64_t t = 0; t < taps; ++t)
+      s.off[t] = ((t / (g.kH * g.kW) * g.H + t / g.kW % g.kH) * g.W +
+                  t % g.kW) * as;
+    for (int64_t od = 0; od < g.Do; ++od) {
+      const int64_t d0 = od * g.sD - g.pD;
+      acc.StartTo(d0 + g.kD);
+      for (int64_t oh = 0; oh < g.Ho; ++oh) {
+        const int64_t h0 = oh * g.sH - g.pH;
         for (int64_t ow = 0; ow < g.Wo; ++ow) {
-          const M* gv = go + o + ow * g.C;
-          const int32_t* of = off + ow * nc;
+          const int64_t w0 = ow * g.sW - g.pW;
+          WindowMaxCl<T>(g, xb, d0, h0, w0, nc, s.best.data(), s.tap.data());
+          const M* __restrict gv =
+              go + (((b * g.Do + od) * g.Ho + oh) * g.Wo + ow) * C + c0;
+          float* __restrict a =
+              acc.data() + (((d0 - acc.acc_d) * g.H + h0) * g.W + w0) * as;
           for (int64_t c = 0; c < nc; ++c)
-            if (of[c] >= 0) a[of[c]] += T::ToF32(gv[c]);
+            if (s.best[c] != kNarrowNan<T>)
+              a[s.off[s.tap[c]] + c] += T::ToF32(gv[c]);
         }
       }
-    } sink{g, rad, go, b, c0, nc, s, acc};
-    SearchBlock<T, NanHigh>(g, rad, xb, nc, s, sink);
+      acc.FinishAfter(od);
+    }
   });
 }
 
@@ -161,10 +179,10 @@ void Dispatch(const Geom& g, const void* go, const void* x, void* dx) {
   auto* xm = static_cast<const M*>(x);
   auto* dm = static_cast<M*>(dx);
   if (g.in_cl != g.out_cl) return FromInputGeneric<T>(g, gm, xm, dm);
-  if (g.in_cl) {
-    if (NdhwcSearchFits(g)) return FromInputNdhwc<T>(g, gm, xm, dm);
-    return FromInputGeneric<T>(g, gm, xm, dm);
-  }
+  if (g.in_cl) return FromInputNdhwc<T>(g, gm, xm, dm);
+  if (!g.overlap && g.sW == g.kW && g.kW == 2)
+    return FromInputNcdhwNoOverlap<T, 2>(g, gm, xm, dm);
+  if (!g.overlap) return FromInputNcdhwNoOverlap<T, 0>(g, gm, xm, dm);
   if (NcdhwSearchFits(g)) return FromInputNcdhw<T>(g, gm, xm, dm);
   return FromInputGeneric<T>(g, gm, xm, dm);
 }

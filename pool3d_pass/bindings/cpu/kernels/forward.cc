@@ -1,27 +1,31 @@
 // pool3d.max_pooling_3d_forward: (output, indices) from input.
 //
-// Both layouts run the separable first-max search (common/separable_*.h)
-// with NaN sorting above every number (KeyNanHigh) and indices counted as tap
-// numbers (td * kH * kW + th * kW + tw). The winner's key then gives the
-// output directly: keys order like the floats and map back to their bits,
-// except in two rare cases fixed up afterwards, tap by tap:
+// NCDHW runs the separable first-max search (common/separable_ncdhw.h) when
+// windows overlap and a single pass over the input when they do not,
+// NDHWC the direct one across channels (common/direct_ndhwc.h), both with NaN
+// sorting above every number (KeyNanHigh) and indices counted as tap numbers
+// (td * kH * kW + th * kW + tw). The winner's key then gives the output
+// directly: keys order like the floats and map back to their bits, except in
+// two rare cases fixed up afterwards, tap by tap:
 //   - key NaN: the window holds a NaN, the winner is its first one; output is
 //     that NaN's bits, index -1 (nothing selected);
 //   - key 0: the maximum is a zero; it is +0 if the window holds a +0, else
 //     -0 (XLA's max), while the index stays the first zero of either sign.
-// One work item is one (b, c) plane (NCDHW) or one (b, channel block)
+// One work item is one (b, c) plane (NCDHW) or one (b, od, channel block)
 // (NDHWC); every output element is written by exactly one item.
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
 #include "common/element_types.h"
 #include "common/first_max.h"
 #include "common/geometry.h"
 #include "common/separable_ncdhw.h"
-#include "common/separable_ndhwc.h"
+#include "common/direct_ndhwc.h"
 #include "common/threading.h"
 #include "kernels.h"
 #include "layouts.h"
+#include "ncdhw_no_overlap.h"
 
 namespace pool3d {
 namespace {
@@ -110,49 +114,91 @@ void ForwardNcdhw(const Geom& g, const typename T::M* x, typename T::M* y,
       });
 }
 
+// NCDHW, windows that do not overlap: one work item is one (plane, od), the
+// single-pass search of ncdhw_no_overlap.h.
+template <class T, int KW>
+void ForwardNcdhwNoOverlap(const Geom& g, const typename T::M* x,
+                           typename T::M* y, int16_t* idx) {
+  using M = typename T::M;
+  const int64_t planes = g.B * g.C, DHW = g.D * g.H * g.W;
+  const int64_t HoWo = g.Ho * g.Wo, ODHW = g.Do * HoWo;
+  ParallelFor<NoOverlapScratch>(
+      planes * g.Do, ThreadCount(planes * g.Do, planes * DHW),
+      [&](int64_t item, NoOverlapScratch& s) {
+        const int64_t p = item / g.Do, od = item % g.Do;
+        const M* xp = x + p * DHW;
+        const int64_t d0 = od * g.sD - g.pD;
+        SearchDepthNoOverlap<T, KW>(
+            g, xp, od, s,
+            [&](int64_t oh, const int32_t* best, const int32_t* tap) {
+              const int64_t o = p * ODHW + od * HoWo + oh * g.Wo;
+              if (!WriteWinners<T>(best, tap, g.Wo, y + o, idx + o)) return;
+              const int64_t h0 = oh * g.sH - g.pH;
+              for (int64_t ow = 0; ow < g.Wo; ++ow) {
+                if (best[ow] != 0 && best[ow] != kNanHighKey) continue;
+                const int64_t w0 = ow * g.sW - g.pW;
+                FixWindow<T>(
+                    g, best[ow], tap[ow], d0, h0, w0,
+                    [&](int64_t td, int64_t th, int64_t tw) {
+                      return xp[((d0 + td) * g.H + h0 + th) * g.W + w0 + tw];
+                    },
+                    y + o + ow);
+              }
+            });
+      });
+}
+
+// One work item is one (b, od, channel block): the direct search of
+// common/direct_ndhwc.h per window, written out as it goes.
 template <class T>
 void ForwardNdhwc(const Geom& g, const typename T::M* x, typename T::M* y,
                   int16_t* idx) {
   using M = typename T::M;
+  using K = NarrowKey<T>;
   const int64_t C = g.C, DHW = g.D * g.H * g.W, total = g.B * DHW * C;
-  const int64_t nc_blk =
-      ChannelBlock(C, g.B, ThreadCount(int64_t{1} << 20, total));
-  const int64_t ncb = (C + nc_blk - 1) / nc_blk, items = g.B * ncb;
-  ParallelFor<ClScratch>(items, ThreadCount(items, total), [&](int64_t item,
-                                                               ClScratch& s) {
-    const int64_t cb = item % ncb, b = item / ncb;
+  const int64_t nc_blk = std::min<int64_t>(
+      ChannelBlock(C, g.B * g.Do, ThreadCount(int64_t{1} << 20, total)), 256);
+  const int64_t ncb = (C + nc_blk - 1) / nc_blk, items = g.B * g.Do * ncb;
+  struct Lanes {
+    K best[256], tap[256];
+  };
+  ParallelFor<Lanes>(items, ThreadCount(items, total), [&](int64_t item,
+                                                           Lanes& s) {
+    const int64_t cb = item % ncb, od = item / ncb % g.Do,
+                  b = item / (ncb * g.Do);
     const int64_t c0 = cb * nc_blk, nc = std::min(nc_blk, C - c0);
     const M* xb = x + b * DHW * C + c0;
-    struct Sink {
-      const Geom& g;
-      const M* xb;
-      M* y;
-      int16_t* idx;
-      int64_t b, c0, nc;
-      void BeginDepth(int64_t) {}
-      void EndDepth(int64_t) {}
-      void Row(int64_t od, int64_t oh, const int32_t* wk, const int32_t* wt) {
-        const int64_t o = ((b * g.Do + od) * g.Ho + oh) * g.Wo * g.C + c0;
-        bool special = false;
-        for (int64_t ow = 0; ow < g.Wo; ++ow)
-          special |= WriteWinners<T>(wk + ow * nc, wt + ow * nc, nc,
-                                     y + o + ow * g.C, idx + o + ow * g.C);
-        if (!special) return;
-        const int64_t d0 = od * g.sD - g.pD, h0 = oh * g.sH - g.pH;
-        for (int64_t i = 0; i < g.Wo * nc; ++i) {
-          if (wk[i] != 0 && wk[i] != kNanHighKey) continue;
-          const int64_t ow = i / nc, c = i % nc, w0 = ow * g.sW - g.pW;
+    const int64_t d0 = od * g.sD - g.pD;
+    for (int64_t oh = 0; oh < g.Ho; ++oh) {
+      const int64_t h0 = oh * g.sH - g.pH;
+      for (int64_t ow = 0; ow < g.Wo; ++ow) {
+        const int64_t w0 = ow * g.sW - g.pW;
+        WindowMaxCl<T>(g, xb, d0, h0, w0, nc, s.best, s.tap);
+        const int64_t o = (((b * g.Do + od) * g.Ho + oh) * g.Wo + ow) * C + c0;
+        M* __restrict yo = y + o;
+        int16_t* __restrict io = idx + o;
+        int32_t special = 0;
+        for (int64_t c = 0; c < nc; ++c) {
+          const K k = s.best[c];
+          const bool nan = k == kNarrowNan<T>;
+          yo[c] = NarrowKeyBits<T>(k);
+          io[c] = nan ? int16_t(-1) : int16_t(s.tap[c]);
+          special |= int32_t(nan) | int32_t(k == 0);
+        }
+        if (!special) continue;
+        for (int64_t c = 0; c < nc; ++c) {
+          const K k = s.best[c];
+          if (k != 0 && k != kNarrowNan<T>) continue;
           FixWindow<T>(
-              g, wk[i], wt[i], d0, h0, w0,
+              g, k == 0 ? 0 : kNanHighKey, int32_t(s.tap[c]), d0, h0, w0,
               [&](int64_t td, int64_t th, int64_t tw) {
-                return xb[(((d0 + td) * g.H + h0 + th) * g.W + w0 + tw) * g.C +
+                return xb[(((d0 + td) * g.H + h0 + th) * g.W + w0 + tw) * C +
                           c];
               },
-              y + o + ow * g.C + c);
+              yo + c);
         }
       }
-    } sink{g, xb, y, idx, b, c0, nc};
-    SearchBlock<T, NanHigh>(g, Radices{g.kH, g.kW}, xb, nc, s, sink);
+    }
   });
 }
 
@@ -163,7 +209,10 @@ void Dispatch(const Geom& g, const void* x, void* y, int16_t* idx) {
   auto* ym = static_cast<M*>(y);
   if (g.in_cl != g.out_cl) return ForwardGeneric<T>(g, xm, ym, idx);
   if (g.in_cl) return ForwardNdhwc<T>(g, xm, ym, idx);
-  return ForwardNcdhw<T>(g, xm, ym, idx);
+  if (g.overlap) return ForwardNcdhw<T>(g, xm, ym, idx);
+  if (g.sW == g.kW && g.kW == 2) return ForwardNcdhwNoOverlap<T, 2>(g, xm, ym, idx);
+  if (g.sW == g.kW && g.kW == 3) return ForwardNcdhwNoOverlap<T, 3>(g, xm, ym, idx);
+  return ForwardNcdhwNoOverlap<T, 0>(g, xm, ym, idx);
 }
 
 }  // namespace

@@ -28,7 +28,7 @@ namespace pool3d {
 struct SepScratch {
   std::vector<float> acc;
   std::vector<int32_t> keyrow, phases, rk, ri, hk, hi, dk, di;
-  std::vector<int32_t> pos;
+  std::vector<int32_t> pos, sel;
 };
 
 // Length of one stride phase of a padded key row: positions r + j * sW,
