@@ -27,6 +27,7 @@ from jaxlib.mlir import ir, passmanager
 from jaxlib.mlir._mlir_libs._mlir import rewrite as mlir_rewrite
 from jaxlib.mlir.dialects import stablehlo
 
+from pool3d_pass import jax_compat
 from pool3d_pass.bindings.registry import AUTO, NEUTRAL, RECOMPUTE, STRATEGIES, Binding, CallSignature, binding_for
 from pool3d_pass.contract import BACKWARD, INDEX_TYPE
 from pool3d_pass.ir_context import make_context
@@ -213,7 +214,7 @@ def _erase_if_unused(rewriter, op: ir.OpView | None) -> None:
     if op is None or any(_has_uses(result) for result in op.results):
         return
     operands = list(op.operands)
-    rewriter.erase_op(op)
+    jax_compat.erase_op(rewriter, op)
     for operand in operands:
         producer = u.defining_op(operand)
         if u.op_name(producer) == "stablehlo.constant":
