@@ -134,18 +134,27 @@ else:
         return location.is_a_callsite()
 
 
+MAX_LOCATION_NODES = 10_000  # a location tree built from shared aliases can be exponential
+
+
 def file_locations(location: ir.Location) -> list[ir.Location]:
     """The file:line:col locations inside `location`, innermost call first.
 
     Each has `.filename`, `.start_line`, `.start_col` on every supported jaxlib.
+    Walked without recursion (any nesting depth) and at most MAX_LOCATION_NODES
+    nodes deep into the tree (the frames found by then are returned).
     """
-    if _is_file(location):
-        return [location]
-    if _is_name(location):
-        return file_locations(location.child_loc)
-    if _is_callsite(location):
-        return file_locations(location.callee) + file_locations(location.caller)
-    return []
+    found, stack, visited = [], [location], 0
+    while stack and visited < MAX_LOCATION_NODES:
+        node = stack.pop()
+        visited += 1
+        if _is_file(node):
+            found.append(node)
+        elif _is_name(node):
+            stack.append(node.child_loc)
+        elif _is_callsite(node):
+            stack += [node.caller, node.callee]  # the callee is walked first
+    return found
 
 
 # --- JAX internals (the compile hook) --------------------------------------------------
@@ -174,6 +183,9 @@ class JaxInternalsChanged(ImportError):
     """This JAX lacks (or changed) a private name the pool3d_pass JAX hook relies on."""
 
 
+SWITCH_STATE_KEYWORDS = ("include_in_jit_key", "include_in_trace_context")
+
+
 def moved_jax_internals() -> list[str]:
     """What moved or changed among `JAX_INTERNALS`, one phrase each; empty if nothing."""
     problems = []
@@ -193,6 +205,15 @@ def moved_jax_internals() -> list[str]:
             if found != parameters:
                 problems.append(
                     f"{module_name}.{attribute} parameters are {found}, expected {parameters}")
+    # The enable()/disable() switch is a JAX config state in JAX's cache keys (integration/routing.py).
+    config = importlib.import_module("jax._src.config")
+    enum_state = getattr(config, "enum_state", None)
+    if enum_state is None:
+        problems.append("jax._src.config.enum_state is gone")
+    else:
+        keywords = inspect.signature(enum_state).parameters
+        problems += [f"jax._src.config.enum_state lacks {k}=" for k in SWITCH_STATE_KEYWORDS if k not in keywords]
+    problems += [f"jax._src.config.State.{a} is gone" for a in ("value", "_set") if not hasattr(getattr(config, "State", None), a)]
     stages = importlib.import_module("jax._src.stages")
     for cls_name, method in STAGE_METHODS:
         if not callable(getattr(getattr(stages, cls_name, None), method, None)):
