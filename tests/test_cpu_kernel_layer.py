@@ -43,6 +43,7 @@ GEOMETRIES = [
     ((1, 2, 4, 5, 9), (2, 1, 2), (2, 1, 3), (1, 0, 1)),  # no overlap, sW > kW
     ((1, 2, 3, 6, 9), (1, 2, 3), (1, 2, 3), (0, 1, 1)),  # no overlap, kW = sW = 3
     ((1, 37, 3, 4, 5), (3, 2, 3), (2, 1, 2), (1, 1, 1)),  # full vector chunks of channels and a tail
+    ((1, 3, 2, 4, 4), (3, 2, 2), (1, 2, 2), (1, 0, 0)),  # window deeper than the input
 ]
 KINDS = ("ints", "zeros", "neg_inf", "nan")
 

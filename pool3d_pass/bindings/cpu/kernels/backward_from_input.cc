@@ -13,9 +13,9 @@
 // (od, oh, ow) order, in f32.
 //
 // NCDHW: one work item is one (b, c) plane, as the recompute backward;
-// windows that do not overlap write every element once. NDHWC: the direct
-// search across channels (common/direct_ndhwc.h, first maximum in tap order
-// by construction) and the sliding f32 accumulator of ndhwc_accumulator.h.
+// windows that do not overlap write every element once. NDHWC: the
+// separable search across channels (common/separable_cl.h) and the sliding
+// f32 accumulator of ndhwc_accumulator.h.
 #include <algorithm>
 #include <cstdint>
 #include <vector>
@@ -24,7 +24,7 @@
 #include "common/first_max.h"
 #include "common/geometry.h"
 #include "common/separable_ncdhw.h"
-#include "common/direct_ndhwc.h"
+#include "common/separable_cl.h"
 #include "common/threading.h"
 #include "kernels.h"
 #include "layouts.h"
@@ -121,9 +121,9 @@ void FromInputNcdhw(const Geom& g, const typename T::M* go,
       });
 }
 
-// One work item is one (b, channel block): the direct search of
-// common/direct_ndhwc.h per window, in (od, oh, ow) order, each winner's
-// gradient added at once into the sliding accumulator.
+// One work item is one (b, channel block): the separable search of
+// common/separable_cl.h, each output row's winners' gradients added at once
+// into the sliding accumulator, in (od, oh, ow) order.
 template <class T>
 void FromInputNdhwc(const Geom& g, const typename T::M* go,
                     const typename T::M* x, typename T::M* dx) {
@@ -133,7 +133,7 @@ void FromInputNdhwc(const Geom& g, const typename T::M* go,
   const int64_t taps = g.Taps();
   const NdhwcBlocks blocks = PlanNdhwcBlocks<T>(g);
   struct Scratch : ClScratch {
-    std::vector<K> best, tap;
+    SepClScratch<T> search;
     std::vector<int64_t> off;
   };
   ParallelFor<Scratch>(blocks.items, blocks.threads, [&](int64_t item,
@@ -144,31 +144,28 @@ void FromInputNdhwc(const Geom& g, const typename T::M* go,
     const M* xb = x + b * DHW * C + c0;
     NdhwcAccumulator<T> acc(g, blocks, dx + b * DHW * C + c0, nc, s);
     const int64_t as = acc.astride;
-    s.best.resize(nc);
-    s.tap.resize(nc);
     s.off.resize(taps);  // tap t's offset from the window's origin in acc
     for (int64_t t = 0; t < taps; ++t)
       s.off[t] = ((t / (g.kH * g.kW) * g.H + t / g.kW % g.kH) * g.W +
                   t % g.kW) * as;
-    for (int64_t od = 0; od < g.Do; ++od) {
-      const int64_t d0 = od * g.sD - g.pD;
-      acc.StartTo(d0 + g.kD);
-      for (int64_t oh = 0; oh < g.Ho; ++oh) {
-        const int64_t h0 = oh * g.sH - g.pH;
-        for (int64_t ow = 0; ow < g.Wo; ++ow) {
-          const int64_t w0 = ow * g.sW - g.pW;
-          WindowMaxCl<T>(g, xb, d0, h0, w0, nc, s.best.data(), s.tap.data());
-          const M* __restrict gv =
-              go + (((b * g.Do + od) * g.Ho + oh) * g.Wo + ow) * C + c0;
-          float* __restrict a =
-              acc.data() + (((d0 - acc.acc_d) * g.H + h0) * g.W + w0) * as;
-          for (int64_t c = 0; c < nc; ++c)
-            if (s.best[c] != kNarrowNan<T>)
-              a[s.off[s.tap[c]] + c] += T::ToF32(gv[c]);
-        }
+    const int64_t* off = s.off.data();
+    SearchBlockCl<T>(g, xb, nc, s.search, [&](int64_t od, int64_t oh,
+                                               const K* best, const K* tap) {
+      const int64_t d0 = od * g.sD - g.pD, h0 = oh * g.sH - g.pH;
+      if (oh == 0) acc.StartTo(d0 + g.kD);
+      for (int64_t ow = 0; ow < g.Wo; ++ow) {
+        const int64_t w0 = ow * g.sW - g.pW;
+        const M* __restrict gv =
+            go + (((b * g.Do + od) * g.Ho + oh) * g.Wo + ow) * C + c0;
+        float* __restrict a =
+            acc.data() + (((d0 - acc.acc_d) * g.H + h0) * g.W + w0) * as;
+        const K* __restrict bk = best + ow * nc;
+        const K* __restrict bt = tap + ow * nc;
+        for (int64_t c = 0; c < nc; ++c)
+          if (bk[c] != kNarrowNan<T>) a[off[bt[c]] + c] += T::ToF32(gv[c]);
       }
-      acc.FinishAfter(od);
-    }
+      if (oh == g.Ho - 1) acc.FinishAfter(od);
+    });
   });
 }
 

@@ -1,8 +1,8 @@
 // pool3d.max_pooling_3d_forward: (output, indices) from input.
 //
 // NCDHW runs the separable first-max search (common/separable_ncdhw.h) when
-// windows overlap and a single pass over the input when they do not,
-// NDHWC the direct one across channels (common/direct_ndhwc.h), both with NaN
+// windows overlap and a single pass over the input when they do not, NDHWC
+// the separable one across channels (common/separable_cl.h), all with NaN
 // sorting above every number (KeyNanHigh) and indices counted as tap numbers
 // (td * kH * kW + th * kW + tw). The winner's key then gives the output
 // directly: keys order like the floats and map back to their bits, except in
@@ -11,8 +11,9 @@
 //     that NaN's bits, index -1 (nothing selected);
 //   - key 0: the maximum is a zero; it is +0 if the window holds a +0, else
 //     -0 (XLA's max), while the index stays the first zero of either sign.
-// One work item is one (b, c) plane (NCDHW) or one (b, od, channel block)
-// (NDHWC); every output element is written by exactly one item.
+// One work item is one (b, c) plane or (plane, od) (NCDHW), or one (b,
+// channel block) (NDHWC); every output element is written by exactly one
+// item.
 #include <algorithm>
 #include <cstdint>
 #include <vector>
@@ -21,7 +22,7 @@
 #include "common/first_max.h"
 #include "common/geometry.h"
 #include "common/separable_ncdhw.h"
-#include "common/direct_ndhwc.h"
+#include "common/separable_cl.h"
 #include "common/threading.h"
 #include "kernels.h"
 #include "layouts.h"
@@ -148,58 +149,43 @@ void ForwardNcdhwNoOverlap(const Geom& g, const typename T::M* x,
       });
 }
 
-// One work item is one (b, od, channel block): the direct search of
-// common/direct_ndhwc.h per window, written out as it goes.
+// One work item is one (b, channel block): the separable search of
+// common/separable_cl.h, each output row written out as it comes.
 template <class T>
 void ForwardNdhwc(const Geom& g, const typename T::M* x, typename T::M* y,
                   int16_t* idx) {
   using M = typename T::M;
   using K = NarrowKey<T>;
   const int64_t C = g.C, DHW = g.D * g.H * g.W, total = g.B * DHW * C;
-  const int64_t nc_blk = std::min<int64_t>(
-      ChannelBlock(C, g.B * g.Do, ThreadCount(int64_t{1} << 20, total)), 256);
-  const int64_t ncb = (C + nc_blk - 1) / nc_blk, items = g.B * g.Do * ncb;
-  struct Lanes {
-    K best[256], tap[256];
-  };
-  ParallelFor<Lanes>(items, ThreadCount(items, total), [&](int64_t item,
-                                                           Lanes& s) {
-    const int64_t cb = item % ncb, od = item / ncb % g.Do,
-                  b = item / (ncb * g.Do);
-    const int64_t c0 = cb * nc_blk, nc = std::min(nc_blk, C - c0);
-    const M* xb = x + b * DHW * C + c0;
-    const int64_t d0 = od * g.sD - g.pD;
-    for (int64_t oh = 0; oh < g.Ho; ++oh) {
-      const int64_t h0 = oh * g.sH - g.pH;
-      for (int64_t ow = 0; ow < g.Wo; ++ow) {
-        const int64_t w0 = ow * g.sW - g.pW;
-        WindowMaxCl<T>(g, xb, d0, h0, w0, nc, s.best, s.tap);
-        const int64_t o = (((b * g.Do + od) * g.Ho + oh) * g.Wo + ow) * C + c0;
-        M* __restrict yo = y + o;
-        int16_t* __restrict io = idx + o;
-        int32_t special = 0;
-        for (int64_t c = 0; c < nc; ++c) {
-          const K k = s.best[c];
-          const bool nan = k == kNarrowNan<T>;
-          yo[c] = NarrowKeyBits<T>(k);
-          io[c] = nan ? int16_t(-1) : int16_t(s.tap[c]);
-          special |= int32_t(nan) | int32_t(k == 0);
-        }
-        if (!special) continue;
-        for (int64_t c = 0; c < nc; ++c) {
-          const K k = s.best[c];
-          if (k != 0 && k != kNarrowNan<T>) continue;
-          FixWindow<T>(
-              g, k == 0 ? 0 : kNanHighKey, int32_t(s.tap[c]), d0, h0, w0,
-              [&](int64_t td, int64_t th, int64_t tw) {
-                return xb[(((d0 + td) * g.H + h0 + th) * g.W + w0 + tw) * C +
-                          c];
-              },
-              yo + c);
-        }
-      }
-    }
-  });
+  const int64_t nc_blk =
+      ChannelBlock(C, g.B, ThreadCount(int64_t{1} << 20, total));
+  const int64_t ncb = (C + nc_blk - 1) / nc_blk, items = g.B * ncb;
+  ParallelFor<SepClScratch<T>>(
+      items, ThreadCount(items, total), [&](int64_t item, SepClScratch<T>& s) {
+        const int64_t cb = item % ncb, b = item / ncb;
+        const int64_t c0 = cb * nc_blk, nc = std::min(nc_blk, C - c0);
+        const M* xb = x + b * DHW * C + c0;
+        SearchBlockCl<T>(g, xb, nc, s, [&](int64_t od, int64_t oh,
+                                           const K* best, const K* tap) {
+          const int64_t d0 = od * g.sD - g.pD, h0 = oh * g.sH - g.pH;
+          const int64_t o = ((b * g.Do + od) * g.Ho + oh) * g.Wo * C + c0;
+          const bool special =
+              WriteWinnersCl<T>(best, tap, g.Wo, nc, C, y + o, idx + o);
+          if (!special) return;
+          for (int64_t i = 0; i < g.Wo * nc; ++i) {
+            const K k = best[i];
+            if (k != 0 && k != kNarrowNan<T>) continue;
+            const int64_t ow = i / nc, c = i % nc, w0 = ow * g.sW - g.pW;
+            FixWindow<T>(
+                g, k == 0 ? 0 : kNanHighKey, int32_t(tap[i]), d0, h0, w0,
+                [&](int64_t td, int64_t th, int64_t tw) {
+                  return xb[(((d0 + td) * g.H + h0 + th) * g.W + w0 + tw) * C +
+                            c];
+                },
+                y + o + ow * C + c);
+          }
+        });
+      });
 }
 
 template <class T>
