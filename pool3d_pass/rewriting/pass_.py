@@ -29,24 +29,31 @@ from jaxlib.mlir.dialects import stablehlo
 
 from pool3d_pass import jax_compat
 from pool3d_pass.bindings.registry import AUTO, NEUTRAL, RECOMPUTE, STRATEGIES, Binding, CallSignature, binding_for
-from pool3d_pass.contract import BACKWARD, INDEX_TYPE
+from pool3d_pass.contract import INDEX_TYPE
 from pool3d_pass.ir_context import make_context
 from pool3d_pass.matching import NoMatch, match_pool_gradient
 from pool3d_pass.matching import ir_utils as u
 from pool3d_pass.matching.forward import find_forward
-from pool3d_pass.matching.neutral_call import read_neutral_call
+from pool3d_pass.matching.neutral_call import NeutralCall, read_neutral_call
 from pool3d_pass.report import Miss, Rewrite, RewriteReport
 from pool3d_pass.rewriting import emit
 from pool3d_pass.rewriting.layer import SavedForward, build_from_indices, build_from_input, replace_forward
 from pool3d_pass.rewriting.recompute import build_recompute
 from pool3d_pass.rewriting.splice import call_binding
-from pool3d_pass.rewriting.strategy import BARE_INDICES, FORWARD_REPLACED, FUSED, Plan, StrategyChooser
+from pool3d_pass.rewriting.strategy import (
+    BARE_INDICES,
+    FORWARD_REPLACED,
+    FUSED,
+    Plan,
+    StrategyChooser,
+    binding_refusal,
+)
 
 PASS_NAME = "Pool3dMaxPoolBackward"
 PASS_ARGUMENT = "pool3d-max-pool-backward"
 PASS_DESCRIPTION = (
-    "Rewrite StableHLO max-pool gradients (select_and_scatter GE/add) into one "
-    "@pool3d.max_pooling_3d_backward custom call each."
+    "Rewrite StableHLO max-pool gradients (select_and_scatter GE/add), and their forward "
+    "max pools, into the pool3d contract's custom calls (recompute or indices strategy)."
 )
 
 # The bindings' convention: a pattern returns a truthy value when it did NOT match.
@@ -133,23 +140,11 @@ class _PassRun:
         call = read_neutral_call(op)
         if call is None:
             return _NO_MATCH
-        dtype = str(ir.ShapedType(op.operands[0].type).element_type)
-        float_types = [str(ir.ShapedType(v.type).element_type) for v in (*op.operands, *op.results)]
-        float_types = [t for t in float_types if t != INDEX_TYPE] or [dtype]
-        signature = CallSignature(
-            *(float_types + [float_types[-1]] * 3)[:3], call.kernel_size, call.stride, call.padding,
-            call.data_format, call.output_format, call.call,
-        )
         location = u.format_location(op.location, self.filename)
-        reason = None
-        partitioned = self.mesh is not None
         if self.binding is None:
             reason = f"no pool3d binding for platform '{self.target}'"
-        elif (reason := self.binding.unsupported(signature)) is None and not self.binding.implements(call.call, partitioned=partitioned):
-            if partitioned and call.call == BACKWARD:
-                reason = f"{self.target} binding cannot be partitioned over {self.mesh.size} devices"
-            else:
-                reason = f"{self.target} binding has no {call.call} call" + (" for several devices" if partitioned else "")
+        else:
+            reason = binding_refusal(self.binding, self.target, _signature_of(op, call), self.mesh)
         if reason is not None:
             self.report.add(Miss(location, f"neutral call left unbound: {reason}"))
             return _NO_MATCH
@@ -183,6 +178,16 @@ class _PassRun:
                 _erase_if_unused(rewriter, original_pad)
                 return _MATCHED
         return _NO_MATCH
+
+
+def _signature_of(op: ir.OpView, call: NeutralCall) -> CallSignature:
+    """The CallSignature of a neutral call; its float operand and result types stand for
+    (grad_output, input, output), so that mixed element types are refused."""
+    floats = [str(ir.ShapedType(v.type).element_type) for v in (*op.operands, *op.results)]
+    floats = [t for t in floats if t != INDEX_TYPE]
+    return CallSignature(
+        *(floats * 3)[:3], call.kernel_size, call.stride, call.padding, call.data_format, call.output_format, call.call
+    )
 
 
 def _describe(match, plan: Plan, forward) -> str:

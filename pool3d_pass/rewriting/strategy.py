@@ -27,6 +27,19 @@ FUSED = "fused"
 BARE_INDICES = "bare-indices"
 
 
+def binding_refusal(binding: Binding, target: str, signature: CallSignature, mesh=None) -> str | None:
+    """Why `binding` cannot run the call `signature` describes, on `mesh` if given (None: it can)."""
+    reason = binding.unsupported(signature)
+    if reason is not None:
+        return f"{target} binding: {reason}"
+    partitioned = mesh is not None
+    if not binding.implements(signature.call, partitioned=partitioned):
+        if partitioned and signature.call == BACKWARD:
+            return f"{target} binding cannot be partitioned over {mesh.size} devices"
+        return f"{target} binding has no {signature.call} call" + (" for several devices" if partitioned else "")
+    return None
+
+
 @dataclass(frozen=True)
 class Plan:
     kind: str  # RECOMPUTE, FORWARD_REPLACED, FUSED or BARE_INDICES
@@ -55,15 +68,7 @@ class StrategyChooser:
         g = match.geometry
         dtype = str(match.element_type)
         signature = CallSignature(dtype, dtype, dtype, g.kernel_size, g.stride, g.padding, g.data_format, g.data_format, call)
-        reason = self.binding.unsupported(signature)
-        if reason is not None:
-            return f"{self.target} binding: {reason}"
-        partitioned = self.mesh is not None
-        if not self.binding.implements(call, partitioned=partitioned):
-            if partitioned and call == BACKWARD:
-                return f"{self.target} binding cannot be partitioned over {self.mesh.size} devices"
-            return f"{self.target} binding has no {call} call" + (" for several devices" if partitioned else "")
-        return None
+        return binding_refusal(self.binding, self.target, signature, self.mesh)
 
     def plan(self, match: PoolGradient, *, has_forward: bool) -> Plan:
         """The replacement of `match`, or NoMatch naming why nothing can replace it."""
