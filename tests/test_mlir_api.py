@@ -23,10 +23,14 @@ def test_installed_jax_and_jaxlib_are_in_the_supported_range():
 
 def test_pyproject_pins_the_range_jax_compat_states():
     text = PYPROJECT.read_text()
+    build, project = text.split("[project]", 1)
     spec = jax_compat.supported_range_text()
     for package in ("jax", "jaxlib"):
-        pins = re.findall(rf'"{package}([<>=!~][^"]*)"', text)
+        pins = re.findall(rf'"{package}([<>=!~][^"]*)"', project)
         assert pins and all(pin == spec for pin in pins), (package, pins, spec)
+    # The kernel is built against the oldest supported jaxlib's FFI headers: a
+    # newer FFI API version is refused by an older jaxlib, not the reverse.
+    assert re.findall(r'"jaxlib([<>=!~][^"]*)"', build) == [f"=={jax_compat.SUPPORTED_RANGE[0]}"]
 
 
 def test_version_range_arithmetic():
