@@ -12,9 +12,11 @@ What differs, and how this module hides it:
   `ir.Location` class with `is_a_file()`, `is_a_name()`, `is_a_callsite()`.
   The attributes read (`filename`, `start_line`, `start_col`, `child_loc`,
   `callee`, `caller`) are the same. Use `file_locations`.
-* XLA FFI headers (jaxlib/include): API minor version 2 on 0.9, 3 on 0.10.
-  The kernel source is the same; it is compiled against the installed
-  jaxlib's headers (setup.py), so each environment gets its own build.
+* XLA FFI headers (jaxlib/include): API version 0.2 on 0.9, 0.3 on 0.10.
+  The kernel source is the same. jaxlib 0.9 refuses a kernel built against
+  0.10's headers; 0.10 runs one built against 0.9's. So pyproject.toml's build
+  requirement is the oldest jaxlib (an isolated build loads everywhere), and a
+  `--no-build-isolation` build uses the environment's own (setup.py).
 * `jax._src.interpreters.pxla._cached_compilation`: 0.9 takes
   `(computation, name, mesh, spmd_lowering, tuple_args, auto_spmd_lowering,
   ...)` and pmap's `UnloadedPmapExecutable` calls `compile_or_get_cached` too;
