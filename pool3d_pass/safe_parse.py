@@ -17,6 +17,10 @@ So `check_text` rejects, before MLIR sees the text:
 * a run of more than `MAX_DIGITS` (100) decimal digits outside string
   literals and comments (any number: integer, float, dimension);
 * an integer type wider than `MAX_INT_WIDTH` (128) bits (`iN`, `siN`, `uiN`);
+* a `padding = dense<...> : tensor<...>` attribute of more than
+  `MAX_PADDING_ELEMENTS` (8,192) elements: StableHLO's verifiers expand it
+  element by element even when it is a splat (`dense<0> : tensor<100000000x2xi64>`,
+  5 KB of text, took 1.6 GB; 2^40 elements ended in an exception);
 * aliases whose uses would make the text longer than `MAX_ALIAS_EXPANSION`
   (16 MiB) or `ALIAS_EXPANSION_RATIO` (16) times its length, whichever is
   larger, if every alias use were replaced by its definition (recursively);
@@ -53,6 +57,7 @@ from typing import TypeVar
 MAX_NESTING = 1_000
 MAX_DIGITS = 100
 MAX_INT_WIDTH = 128
+MAX_PADDING_ELEMENTS = 8192  # a window padding is (rank x 2)
 MAX_ALIAS_EXPANSION = 16 * 2**20
 ALIAS_EXPANSION_RATIO = 16
 WORKER_STACK_BYTES = 256 * 2**20
@@ -73,6 +78,9 @@ _WIDE_INT = re.compile(r"(?<![A-Za-z0-9_$.%^@#!?])(?:[0-9?]*x)*([su]?i)([0-9]{"
                        + str(len(str(MAX_INT_WIDTH))) + r",})(?![A-Za-z0-9_$.])")
 _WIDE_HINT = re.compile(r"i[0-9]{" + str(len(str(MAX_INT_WIDTH))) + "}")
 _DEFINITION = re.compile(r"[ \t]*=")
+# `padding = dense<...> : tensor<NxMx...>`: StableHLO's verifiers expand a padding
+# attribute element by element, even a splat (2^27 elements: ~2 GB).
+_PADDING_LITERAL = re.compile(r"\bpadding\s*=\s*dense<[^<>]*>\s*:\s*tensor<([0-9?x]*[A-Za-z][A-Za-z0-9]*)>")
 
 
 class InputLimitError(ValueError):
@@ -83,6 +91,10 @@ class InputLimitError(ValueError):
         self.line = line
         self.column = column
         self.message = message
+
+
+class ParseFailure(ValueError):
+    """MLIR's parser raised something other than a diagnostic (e.g. an allocation too large)."""
 
 
 class _Alias:
@@ -199,6 +211,14 @@ def check_text(text: str) -> None:
         digits = wide.group(2)
         if (len(digits) > len(str(MAX_INT_WIDTH)) or int(digits) > MAX_INT_WIDTH) and outside(wide.start(1)):
             first = (wide.start(1), f"an integer type wider than {MAX_INT_WIDTH} bits")
+            end_of_scan = wide.start(1)
+            break
+    for padding in _PADDING_LITERAL.finditer(text, 0, end_of_scan):
+        elements = 1
+        for size in padding.group(1).split("x")[:-1]:
+            elements *= int(size) if size.isdigit() else 1
+        if elements > MAX_PADDING_ELEMENTS and outside(padding.start()):
+            first = (padding.start(), f"a padding attribute of {elements} elements (at most {MAX_PADDING_ELEMENTS})")
             break
     if first is not None:
         raise _error(text, *first)
@@ -290,11 +310,16 @@ def parse_module(text: str, context=None):
     """`ir.Module.parse(text)` after `check_text`, on a large-stack thread.
 
     `context`: the MLIR context (default: the current one of the calling thread).
-    Raises InputLimitError or ir.MLIRError.
+    Raises InputLimitError, ir.MLIRError or ParseFailure.
     """
     from jaxlib.mlir import ir
 
     check_text(text)
     if context is None:
         context = ir.Context.current
-    return run_with_large_stack(lambda: ir.Module.parse(text, context=context))
+    try:
+        return run_with_large_stack(lambda: ir.Module.parse(text, context=context))
+    except (ir.MLIRError, InputLimitError):
+        raise
+    except (ValueError, MemoryError, OverflowError) as error:  # from inside MLIR: no location
+        raise ParseFailure(f"MLIR's parser failed: {type(error).__name__}: {error}") from None

@@ -119,3 +119,31 @@ def test_run_with_large_stack_returns_raises_and_restores_the_default_stack_size
     with pytest.raises(KeyError, match="boom"):
         safe_parse.run_with_large_stack(lambda: {}["boom"])
     assert threading.stack_size() == before
+
+
+PADDED_POOL = """func.func @f(%x: tensor<4x4xf32>) -> tensor<2x2xf32> {
+  %i = stablehlo.constant dense<0xFF800000> : tensor<f32>
+  %y = "stablehlo.reduce_window"(%x, %i) <{padding = dense<0> : tensor<SIZEx2xi64>, window_dimensions = array<i64: 2, 2>, window_strides = array<i64: 2, 2>}> ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %m = stablehlo.maximum %a, %b : tensor<f32>
+    stablehlo.return %m : tensor<f32>
+  }) : (tensor<4x4xf32>, tensor<f32>) -> tensor<2x2xf32>
+  return %y : tensor<2x2xf32>
+}
+"""
+
+
+def test_padding_literals_that_the_verifier_would_expand_are_rejected():
+    # A splat padding of 2^40 x 2 elements: StableHLO's verifier expands it (found by the fuzz test).
+    error = rejected(PADDED_POOL.replace("SIZE", str(2**40)))
+    assert (error.line, error.column) == (3, 44)  # where `padding` starts
+    assert "a padding attribute of 2199023255552 elements" in error.message
+    check_text(PADDED_POOL.replace("SIZE", "2"))  # a real padding: fine (the verifier judges its shape)
+
+
+def test_an_exception_inside_the_parser_becomes_a_parse_failure(monkeypatch):
+    from pool3d_pass.ir_context import make_context
+
+    monkeypatch.setattr(safe_parse, "check_text", lambda text: None)  # let MLIR meet it
+    with make_context(), pytest.raises(safe_parse.ParseFailure, match="MLIR's parser failed: ValueError"):
+        safe_parse.parse_module(PADDED_POOL.replace("SIZE", str(2**40)))

@@ -137,6 +137,8 @@ def process_chunk(chunk: Chunk, name: str, args: argparse.Namespace, report: Rew
             raise UserError(f"{name}:{error.line}:{error.column}: error: {error.message}") from None
         except ir.MLIRError as error:
             raise UserError(_diagnostic_line(error, name)) from None
+        except safe_parse.ParseFailure as error:
+            raise UserError(f"{name}: error: {_one_line(str(error))}") from None
         try:
             pm = build_pass_manager(
                 args.pass_pipeline, on_report=report.merge, filename=name, target=args.target, strategy=args.strategy
