@@ -6,15 +6,17 @@ the variants interleaved (not all repeats of one, then all of the next) means
 a burst of noise from another tenant of this shared machine hits every variant
 alike, so ratios of the figures are fairer than the figures themselves.
 
-Each round starts one variant further along (round r runs variant r mod n
-first), so no variant always runs right after the same other one. This
-matters on a loaded machine: a call right after XLA's own pooling program
-(about 2 s of both cores on the largest shape) was measured 2x to 4x slower
-than the same call after anything else, sometimes even after a 2 s pause (no
-thread of ours spins meanwhile: the process uses no CPU then; most likely
-the scheduler's fair share between the machine's tenants making our process
-wait after a burst); with a fixed order that penalty always fell on the
-same variant.
+Before every timed call, `settle()` (untimed) allocates, fills and frees a
+128 MiB numpy array, so every call starts from the same memory state. This
+matters: measured on this machine at load 0.7, a call right after XLA's own
+pooling program on the largest shape took 3-4x as long as the same call
+after anything else (pool3d_pass.jit's gradient 98-230 ms against 23 ms;
+even `-x` 123 ms against 45 ms), and a 2 s pause did not help, but any large
+fresh allocation in between did (a 64 MiB numpy array: 35 ms). With the
+settle step every variant runs after the same neutral step; without it the
+variant that followed XLA in the round order paid XLA's aftermath. Each
+round also starts one variant further along (round r runs variant r mod n
+first).
 
 Every fn must block until its result is ready (use `blocking(...)` for JAX).
 
@@ -32,7 +34,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["Stats", "measure", "measure_one", "blocking", "copy_bandwidth"]
+__all__ = ["Stats", "measure", "measure_one", "blocking", "copy_bandwidth", "settle"]
 
 
 class Stats(dict):
@@ -62,7 +64,18 @@ def blocking(fn: Callable, *args) -> Callable[[], object]:
     return call
 
 
-def measure(fns: dict[str, Callable[[], object]], *, repeats: int, warmup: int = 1) -> dict[str, Stats]:
+SETTLE_BYTES = 128 * 2**20
+
+
+def settle() -> None:
+    """Allocate, fill and free SETTLE_BYTES: the same memory state before every timed call."""
+    scratch = np.empty(SETTLE_BYTES // 8)
+    scratch.fill(1.0)
+    del scratch
+
+
+def measure(fns: dict[str, Callable[[], object]], *, repeats: int, warmup: int = 1,
+            settle_between: bool = True) -> dict[str, Stats]:
     """Interleaved timing of several no-argument callables; see the module docstring."""
     for fn in fns.values():
         for _ in range(warmup):
@@ -72,6 +85,8 @@ def measure(fns: dict[str, Callable[[], object]], *, repeats: int, warmup: int =
     for r in range(repeats):
         shift = r % len(names)
         for name in names[shift:] + names[:shift]:
+            if settle_between:
+                settle()
             start = time.perf_counter()
             fns[name]()
             seconds[name].append(time.perf_counter() - start)
