@@ -27,6 +27,8 @@ another element (docs/contract.md, "Spec vs XLA:CPU"). Checks:
 * negative fixtures: the rewritten text has no kernel call, the report
   rewrote nothing, and the results are bitwise identical to XLA:CPU's for the
   original (the same program).
+* every positive fixture again under the indices strategy (forward call and
+  from-indices call, or the fused call), on small integers, judged the same way.
 """
 
 from __future__ import annotations
