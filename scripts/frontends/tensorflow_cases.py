@@ -16,7 +16,6 @@ compare type, SAME/VALID padding, NDHWC or NCDHW windows).
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 
@@ -24,18 +23,11 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
 
 import numpy as np  # noqa: E402
+from case_runner import CaseList, main  # noqa: E402  (this folder: the script's own)
 import tensorflow as tf  # noqa: E402
 
-CASES = []
-
-
-def case(name, description, expected=1, negative=None, notes=None, remarks=(), forward=True, source="tensorflow"):
-    def deco(build):
-        CASES.append(dict(name=name, description=description, source=source, build=build,
-                          expected_pool_gradients=expected, negative=negative, notes=notes,
-                          expected_remarks=list(remarks), forward_in_program=forward))
-        return build
-    return deco
+CASES = CaseList("tensorflow")
+case = CASES.case
 
 
 def rand(shape, dtype=tf.float32, seed=0):
@@ -201,32 +193,5 @@ def lower(c) -> str:
     return tf.function(fn, jit_compile=True).experimental_get_compiler_ir(*args)(stage="stablehlo")
 
 
-def versions() -> dict:
-    import importlib.metadata as md
-    out = {}
-    for pkg in ("tensorflow-cpu", "keras"):
-        try:
-            out[pkg] = md.version(pkg)
-        except md.PackageNotFoundError:
-            out[pkg] = None
-    return out
-
-
-def main(argv):
-    out, names = argv[0], set(argv[1:])
-    results = []
-    for c in CASES:
-        if names and c["name"] not in names:
-            continue
-        entry = {k: v for k, v in c.items() if k != "build"}
-        entry["text"] = lower(c)
-        entry["versions"] = versions()
-        results.append(entry)
-        print(f"lowered {c['name']}", file=sys.stderr)
-    with open(out, "w") as f:
-        json.dump(results, f)
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main(sys.argv[1:], CASES, lower, ("tensorflow-cpu", "keras")))

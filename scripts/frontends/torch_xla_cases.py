@@ -26,7 +26,6 @@ torch 2.9), lowered by ``torch_xla.stablehlo.exported_program_to_stablehlo``
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 
@@ -34,21 +33,14 @@ os.environ.setdefault("PJRT_DEVICE", "CPU")
 os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
 
 import numpy as np  # noqa: E402
+from case_runner import CaseList, main  # noqa: E402  (this folder: the script's own)
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 import torch_xla  # noqa: E402
 import torch_xla.core.xla_model as xm  # noqa: E402
 
-CASES = []
-
-
-def case(name, description, expected=1, negative=None, notes=None, remarks=(), forward=True):
-    def deco(build):
-        CASES.append(dict(name=name, description=description, source="torch-xla", build=build,
-                          expected_pool_gradients=expected, negative=negative, notes=notes,
-                          expected_remarks=list(remarks), forward_in_program=forward))
-        return build
-    return deco
+CASES = CaseList("torch-xla")
+case = CASES.case
 
 
 def dev():
@@ -215,32 +207,5 @@ def lower(c) -> str:
     return built if isinstance(built, str) else xm.get_stablehlo(built)
 
 
-def versions() -> dict:
-    import importlib.metadata as md
-    out = {}
-    for pkg in ("torch", "torch-xla"):
-        try:
-            out[pkg] = md.version(pkg)
-        except md.PackageNotFoundError:
-            out[pkg] = None
-    return out
-
-
-def main(argv):
-    out, names = argv[0], set(argv[1:])
-    results = []
-    for c in CASES:
-        if names and c["name"] not in names:
-            continue
-        entry = {k: v for k, v in c.items() if k != "build"}
-        entry["text"] = lower(c)
-        entry["versions"] = versions()
-        results.append(entry)
-        print(f"lowered {c['name']}", file=sys.stderr)
-    with open(out, "w") as f:
-        json.dump(results, f)
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main(sys.argv[1:], CASES, lower, ("torch", "torch-xla")))
