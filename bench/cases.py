@@ -85,6 +85,20 @@ QUICK_CASES = [
 ]
 
 
+def describe(case: Case, repeats: int) -> dict:
+    """The fields every section's JSON row starts with: which case, and how often it was timed."""
+    return {
+        "case": case.name,
+        "shape": list(case.shape),
+        "layout": case.layout,
+        "dtype": case.dtype,
+        "kernel_size": list(case.kernel),
+        "stride": list(case.stride),
+        "padding": list(case.padding),
+        "repeats": repeats,
+    }
+
+
 def np_dtype(name: str):
     return np.dtype(ml_dtypes.bfloat16) if name == "bfloat16" else np.dtype(name)
 

@@ -134,14 +134,7 @@ def run_case(case: cases.Case, bandwidth_gb_s: float, *, repeats: int | None = N
         return out
 
     return {
-        "case": case.name,
-        "shape": list(case.shape),
-        "layout": case.layout,
-        "dtype": case.dtype,
-        "kernel_size": list(case.kernel),
-        "stride": list(case.stride),
-        "padding": list(case.padding),
-        "repeats": repeats or case.repeats,
+        **cases.describe(case, repeats or case.repeats),
         "ms": dict(stats),
         "floor_bytes": int(floor_bytes),
         "floor_ms": floor_ms,

@@ -141,14 +141,7 @@ def run_case(case: cases.Case, *, repeats: int | None = None) -> dict:
     x, g = jax.block_until_ready((jnp.asarray(x_np), jnp.asarray(g_np)))
     jobs = [run_job(case, job, x, g, x_np, g_np, repeats=repeats or case.repeats) for job in JOBS]
     return {
-        "case": case.name,
-        "shape": list(case.shape),
-        "layout": case.layout,
-        "dtype": case.dtype,
-        "kernel_size": list(case.kernel),
-        "stride": list(case.stride),
-        "padding": list(case.padding),
-        "repeats": repeats or case.repeats,
+        **cases.describe(case, repeats or case.repeats),
         "jobs": jobs,
     }
 

@@ -91,14 +91,7 @@ void FromInputNcdhw(const Geom& g, const typename T::M* go,
       planes, ThreadCount(planes, planes * DHW), [&](int64_t p, SepScratch& s) {
         const M* xp = x + p * DHW;
         M* dp = dx + p * DHW;
-        float* acc;
-        if constexpr (kF32) {
-          acc = reinterpret_cast<float*>(dp);
-        } else {
-          s.acc.resize(DHW);
-          acc = s.acc.data();
-        }
-        std::fill(acc, acc + DHW, 0.0f);
+        float* acc = ZeroedPlaneAccumulator<kF32>(s, dp, DHW);
         PrepareSeparable(g, s);
         int32_t* pos = s.pos.data();
         SearchPlane<T, NanHigh>(

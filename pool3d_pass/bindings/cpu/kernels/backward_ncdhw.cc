@@ -199,14 +199,7 @@ void NcdhwOverlap(const Geom& g, const typename T::M* x,
   ParallelFor<SepScratch>(planes, threads, [&](int64_t p, SepScratch& s) {
     const M* xp = x + p * DHW;
     M* dp = dx + p * DHW;
-    float* acc;
-    if constexpr (kF32) {
-      acc = reinterpret_cast<float*>(dp);
-    } else {
-      s.acc.resize(DHW);
-      acc = s.acc.data();
-    }
-    std::fill(acc, acc + DHW, 0.0f);
+    float* acc = ZeroedPlaneAccumulator<kF32>(s, dp, DHW);
     PrepareSeparable(g, s);
     SearchPlane<T, NanLow>(
         g, xp, s, int32_t(g.W), int32_t(HW),

@@ -31,6 +31,21 @@ struct SepScratch {
   std::vector<int32_t> pos, sel;
 };
 
+// The f32 accumulator of one (b, c) plane of DHW elements, zeroed: the
+// result plane itself for f32 (rounded nowhere), else the scratch's.
+template <bool kF32, class M>
+inline float* ZeroedPlaneAccumulator(SepScratch& s, M* dp, int64_t DHW) {
+  float* acc;
+  if constexpr (kF32) {
+    acc = reinterpret_cast<float*>(dp);
+  } else {
+    s.acc.resize(DHW);
+    acc = s.acc.data();
+  }
+  std::fill(acc, acc + DHW, 0.0f);
+  return acc;
+}
+
 // Length of one stride phase of a padded key row: positions r + j * sW,
 // j < PhaseLength, hold every tap of every window of the row.
 inline int64_t PhaseLength(const Geom& g) {
