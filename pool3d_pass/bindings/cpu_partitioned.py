@@ -2,8 +2,8 @@
 
 A bare custom call is replicated by the partitioner (an all-gather of every
 operand). Wrapped in `jax.experimental.custom_partitioning` it partitions.
-Every call of the contract (backward, forward, backward_from_indices,
-backward_from_input) is wrapped by the same machinery, `partitionable(call,
+Every call of the contract (backward, forward, forward_output,
+backward_from_indices, backward_from_input) is wrapped by the same machinery, `partitionable(call,
 kernel, ...)`, and partitions the same way:
 
 * batch and channel dimensions keep their sharding, each device runs the
@@ -30,7 +30,7 @@ from jax.experimental.custom_partitioning import custom_partitioning
 from jax.sharding import NamedSharding, PartitionSpec
 
 from pool3d_pass.bindings import cpu
-from pool3d_pass.contract import BACKWARD, BACKWARD_FROM_INDICES, BACKWARD_FROM_INPUT, FORWARD
+from pool3d_pass.contract import BACKWARD, BACKWARD_FROM_INDICES, BACKWARD_FROM_INPUT, FORWARD, FORWARD_OUTPUT
 
 # A tensor of a call is either shaped like the forward input ("input": input,
 # grad_input) or like the pool's output ("pooled": output, indices, grad_output).
@@ -48,6 +48,7 @@ class PartitionedCall:
 CALLS = {
     BACKWARD: PartitionedCall((POOLED, INPUT, POOLED), (INPUT,), decides=1),
     FORWARD: PartitionedCall((INPUT,), (POOLED, POOLED), decides=0),
+    FORWARD_OUTPUT: PartitionedCall((INPUT,), (POOLED,), decides=0),
     BACKWARD_FROM_INDICES: PartitionedCall((POOLED, POOLED), (INPUT,), decides=1, takes_input_shape=True),
     BACKWARD_FROM_INPUT: PartitionedCall((POOLED, INPUT), (INPUT,), decides=1),
 }
@@ -171,6 +172,13 @@ def max_pooling_3d_forward(
     input, *, kernel_size, stride, padding, data_format="NCDHW", output_format=None  # noqa: A002
 ):
     return _call(FORWARD, (input,), dict(
+        kernel_size=kernel_size, stride=stride, padding=padding, data_format=data_format, output_format=output_format))
+
+
+def max_pooling_3d_forward_output(
+    input, *, kernel_size, stride, padding, data_format="NCDHW", output_format=None  # noqa: A002
+):
+    return _call(FORWARD_OUTPUT, (input,), dict(
         kernel_size=kernel_size, stride=stride, padding=padding, data_format=data_format, output_format=output_format))
 
 

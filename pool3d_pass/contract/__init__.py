@@ -8,14 +8,17 @@ drift apart.
 # Call kinds and their target names. `backward` is the NKI kernel's signature
 # (recompute the selection from input and output); `forward` and
 # `backward_from_indices` are the layer pair (MPSGraph's, PyTorch's);
-# `backward_from_input` is the bare gradient, fused.
+# `backward_from_input` is the bare gradient, fused; `forward_output` is the
+# forward of an inference program (y only, XLA's reduce_window max bit for bit).
 BACKWARD = "backward"
 FORWARD = "forward"
+FORWARD_OUTPUT = "forward_output"
 BACKWARD_FROM_INDICES = "backward_from_indices"
 BACKWARD_FROM_INPUT = "backward_from_input"
 TARGETS = {
     BACKWARD: "pool3d.max_pooling_3d_backward",
     FORWARD: "pool3d.max_pooling_3d_forward",
+    FORWARD_OUTPUT: "pool3d.max_pooling_3d_forward_output",
     BACKWARD_FROM_INDICES: "pool3d.max_pooling_3d_backward_from_indices",
     BACKWARD_FROM_INPUT: "pool3d.max_pooling_3d_backward_from_input",
 }

@@ -14,6 +14,7 @@ from pool3d_pass.contract import (
     BACKWARD_FROM_INDICES,
     BACKWARD_FROM_INPUT,
     FORWARD,
+    FORWARD_OUTPUT,
     LAYOUTS,
     SPATIAL_RANK,
     TARGETS,
@@ -54,6 +55,7 @@ def contract_attributes(
 _OPERAND_SIDES = {
     BACKWARD: (("out", "in", "out"), ("in",)),
     FORWARD: (("in",), ("out", "out")),
+    FORWARD_OUTPUT: (("in",), ("out",)),
     BACKWARD_FROM_INDICES: (("out", "out"), ("in",)),
     BACKWARD_FROM_INPUT: (("out", "in"), ("in",)),
 }
@@ -142,3 +144,21 @@ def build_max_pooling_3d_backward(
         padding=padding, data_format=data_format, output_format=output_format,
     )
     return grad_input
+
+
+def build_max_pooling_3d_forward_output(
+    *,
+    input: ir.Value,  # noqa: A002 - the contract's operand name
+    output_type: ir.Type,
+    kernel_size: Sequence[int],
+    stride: Sequence[int],
+    padding: Sequence[int],
+    data_format: str,
+    output_format: str | None = None,
+) -> ir.Value:
+    """Insert the contract's forward_output call (an inference forward: y only); return output."""
+    (output,) = build_call(
+        FORWARD_OUTPUT, [input], [output_type], kernel_size=kernel_size, stride=stride,
+        padding=padding, data_format=data_format, output_format=output_format,
+    )
+    return output

@@ -22,12 +22,13 @@ from pool3d_pass.contract import (
     BACKWARD_FROM_INDICES,
     BACKWARD_FROM_INPUT,
     FORWARD,
+    FORWARD_OUTPUT,
     TARGETS,
 )
 
 _CALL_OF_TARGET = {target: call for call, target in TARGETS.items()}
 # (operands, results) of each call.
-_ARITY = {BACKWARD: (3, 1), FORWARD: (1, 2), BACKWARD_FROM_INDICES: (2, 1), BACKWARD_FROM_INPUT: (2, 1)}
+_ARITY = {BACKWARD: (3, 1), FORWARD: (1, 2), FORWARD_OUTPUT: (1, 1), BACKWARD_FROM_INDICES: (2, 1), BACKWARD_FROM_INPUT: (2, 1)}
 
 
 @dataclass(frozen=True)

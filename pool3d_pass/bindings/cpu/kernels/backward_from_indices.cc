@@ -15,6 +15,7 @@
 // work item is one (b, channel block), with the sliding f32 accumulator of
 // ndhwc_accumulator.h.
 #include <algorithm>
+#include <cstdlib>
 #include <cstdint>
 #include <vector>
 
@@ -185,7 +186,11 @@ void Dispatch(const Geom& g, const void* go, const int16_t* idx, void* dx) {
   auto* gm = static_cast<const M*>(go);
   auto* dm = static_cast<M*>(dx);
   if (g.in_cl != g.out_cl) return FromIndicesGeneric<T>(g, gm, idx, dm);
-  if (g.in_cl) return FromIndicesNdhwc<T>(g, gm, idx, dm);
+  if (g.in_cl) {
+    if (GatherFromIndicesPays(g) && !std::getenv("POOL3D_OLD_CL"))
+      return FromIndicesNdhwcGather<T>(g, gm, idx, dm);
+    return FromIndicesNdhwc<T>(g, gm, idx, dm);
+  }
   if (!g.overlap) return FromIndicesNcdhwNoOverlap<T>(g, gm, idx, dm);
   return FromIndicesNcdhw<T>(g, gm, idx, dm);
 }

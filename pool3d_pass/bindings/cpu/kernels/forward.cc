@@ -15,6 +15,7 @@
 // channel block) (NDHWC); every output element is written by exactly one
 // item.
 #include <algorithm>
+#include <cstdlib>
 #include <cstdint>
 #include <vector>
 
@@ -194,7 +195,10 @@ void Dispatch(const Geom& g, const void* x, void* y, int16_t* idx) {
   auto* xm = static_cast<const M*>(x);
   auto* ym = static_cast<M*>(y);
   if (g.in_cl != g.out_cl) return ForwardGeneric<T>(g, xm, ym, idx);
-  if (g.in_cl) return ForwardNdhwc<T>(g, xm, ym, idx);
+  if (g.in_cl) {
+    if (std::getenv("POOL3D_OLD_CL")) return ForwardNdhwc<T>(g, xm, ym, idx);
+    return ForwardNdhwcLanes<T>(g, xm, ym, idx);
+  }
   if (g.overlap) return ForwardNcdhw<T>(g, xm, ym, idx);
   if (g.sW == g.kW && g.kW == 2) return ForwardNcdhwNoOverlap<T, 2>(g, xm, ym, idx);
   if (g.sW == g.kW && g.kW == 3) return ForwardNcdhwNoOverlap<T, 3>(g, xm, ym, idx);

@@ -31,11 +31,30 @@ template <class T>
 void ForwardGeneric(const Geom& g, const typename T::M* x, typename T::M* y,
                     int16_t* idx);
 template <class T>
+void ForwardOutputGeneric(const Geom& g, const typename T::M* x,
+                          typename T::M* y);
+template <class T>
 void FromIndicesGeneric(const Geom& g, const typename T::M* go,
                         const int16_t* idx, typename T::M* dx);
 template <class T>
 void FromInputGeneric(const Geom& g, const typename T::M* go,
                       const typename T::M* x, typename T::M* dx);
+
+// forward_cl.cc: the channels-last forwards by lane searches across channels
+// (common/lane_search.h), y and indices / y only.
+template <class T>
+void ForwardNdhwcLanes(const Geom& g, const typename T::M* x, typename T::M* y,
+                       int16_t* idx);
+template <class T>
+void ForwardOutputNdhwc(const Geom& g, const typename T::M* x,
+                        typename T::M* y);
+
+// from_indices_cl.cc: backward_from_indices, channels-last, by gather; where
+// each input element lies in at most 8 windows (GatherFromIndicesPays).
+bool GatherFromIndicesPays(const Geom& g);
+template <class T>
+void FromIndicesNdhwcGather(const Geom& g, const typename T::M* go,
+                            const int16_t* idx, typename T::M* dx);
 
 // Whether the fast channels-first / channels-last searches can take g (their
 // offsets within a plane or an output row are int32).
