@@ -15,7 +15,6 @@
 // work item is one (b, channel block), with the sliding f32 accumulator of
 // ndhwc_accumulator.h.
 #include <algorithm>
-#include <cstdlib>
 #include <cstdint>
 #include <vector>
 
@@ -187,7 +186,7 @@ void Dispatch(const Geom& g, const void* go, const int16_t* idx, void* dx) {
   auto* dm = static_cast<M*>(dx);
   if (g.in_cl != g.out_cl) return FromIndicesGeneric<T>(g, gm, idx, dm);
   if (g.in_cl) {
-    if (GatherFromIndicesPays(g) && !std::getenv("POOL3D_OLD_CL"))
+    if (!g.overlap)
       return FromIndicesNdhwcGather<T>(g, gm, idx, dm);
     return FromIndicesNdhwc<T>(g, gm, idx, dm);
   }

@@ -6,11 +6,13 @@
 // is an integer max in the element's own width, and no selection is kept.
 // A NaN anywhere in a row is found by an OR beside the max; such rows are
 // then patched window by window with the window's first NaN.
-//   - NDHWC: forward_cl.cc, lanes across channels (ForwardOutputNdhwc);
-//   - NCDHW (and the 2-D shapes, a unit depth): one work item is one
-//     (plane, od); per output row, the real (td, th) input rows are maxed
-//     into one W row of keys (contiguous, vectorised), which is then reduced
-//     over the kW taps of each window (padding slots hold the lowest key).
+//   - NDHWC with at least a vector of channels and little overlap:
+//     forward_cl.cc, lanes across channels (ForwardOutputNdhwc);
+//   - else rows (NCDHW, the 2-D shapes with a unit depth, NDHWC with few
+//     channels or k3 s1): one work item is one (plane, od); per output row,
+//     the real (td, th) input rows are maxed into one row of keys
+//     (contiguous, vectorised), which is then reduced over the kW taps of
+//     each window (padding slots hold the lowest key).
 #include <algorithm>
 #include <cstdint>
 #include <limits>
@@ -53,24 +55,35 @@ POOL3D_HOT bool MaxRowInto(const typename T::M* __restrict x, bool first,
   return nan != 0;
 }
 
-// y[ow] = bits of max over tw < kW of accp[ow * sW + tw].
+// y[ow * e + c] = bits of max over tw < kW of accp[(ow * sW + tw) * e + c]
+// (e lanes a position: 1 channels-first, C channels-last).
 template <class T>
 POOL3D_HOT void ReduceW(const std::make_signed_t<typename T::M>* __restrict accp,
-                        int64_t kW, int64_t sW, int64_t Wo,
+                        int64_t kW, int64_t sW, int64_t Wo, int64_t e,
                         std::make_signed_t<typename T::M>* __restrict best,
                         typename T::M* __restrict y) {
   using K = std::make_signed_t<typename T::M>;
   using M = typename T::M;
-  if (sW == 2 && kW == 2) {
+  if (e == 1 && sW == 2 && kW == 2) {
     for (int64_t ow = 0; ow < Wo; ++ow)
       y[ow] = M(TotalKey<K>(std::max(accp[2 * ow], accp[2 * ow + 1])));
     return;
   }
-  for (int64_t ow = 0; ow < Wo; ++ow) best[ow] = accp[ow * sW];
-  for (int64_t tw = 1; tw < kW; ++tw)
-    for (int64_t ow = 0; ow < Wo; ++ow)
-      best[ow] = std::max(best[ow], accp[ow * sW + tw]);
-  for (int64_t ow = 0; ow < Wo; ++ow) y[ow] = M(TotalKey<K>(best[ow]));
+  if (e == 1) {
+    for (int64_t ow = 0; ow < Wo; ++ow) best[ow] = accp[ow * sW];
+    for (int64_t tw = 1; tw < kW; ++tw)
+      for (int64_t ow = 0; ow < Wo; ++ow)
+        best[ow] = std::max(best[ow], accp[ow * sW + tw]);
+    for (int64_t ow = 0; ow < Wo; ++ow) y[ow] = M(TotalKey<K>(best[ow]));
+    return;
+  }
+  for (int64_t ow = 0; ow < Wo; ++ow) {
+    const K* a = accp + ow * sW * e;
+    for (int64_t c = 0; c < e; ++c) best[c] = a[c];
+    for (int64_t tw = 1; tw < kW; ++tw)
+      for (int64_t c = 0; c < e; ++c) best[c] = std::max(best[c], a[tw * e + c]);
+    for (int64_t c = 0; c < e; ++c) y[ow * e + c] = M(TotalKey<K>(best[c]));
+  }
 }
 
 struct RowScratch16 {
@@ -80,25 +93,27 @@ struct RowScratch32 {
   std::vector<int32_t> acc, best;
 };
 
+// The row search: planes of D x H x W positions of e lanes each (NCDHW: the
+// B * C planes, e = 1; NDHWC: the B batches, e = C).
 template <class T>
-void ForwardOutputNcdhw(const Geom& g, const typename T::M* x,
-                        typename T::M* y) {
+void ForwardOutputRows(const Geom& g, const typename T::M* x, typename T::M* y,
+                       int64_t planes, int64_t e) {
   using M = typename T::M;
   using K = std::make_signed_t<M>;
   using Scratch =
       std::conditional_t<sizeof(M) == 2, RowScratch16, RowScratch32>;
-  const int64_t planes = g.B * g.C, HW = g.H * g.W, DHW = g.D * HW;
-  const int64_t HoWo = g.Ho * g.Wo, ODHW = g.Do * HoWo;
-  // Padded row: pW slots before, enough after for the last window.
-  const int64_t Wp = std::max(g.W + g.pW, (g.Wo - 1) * g.sW + g.kW);
+  const int64_t HW = g.H * g.W * e, DHW = g.D * HW, W = g.W * e;
+  const int64_t HoWo = g.Ho * g.Wo * e, ODHW = g.Do * HoWo;
+  // Padded row: pW positions before, enough after for the last window.
+  const int64_t Wp = std::max(g.W + g.pW, (g.Wo - 1) * g.sW + g.kW) * e;
   ParallelFor<Scratch>(
       planes * g.Do, ThreadCount(planes * g.Do, planes * DHW),
       [&](int64_t item, Scratch& s) {
         const int64_t p = item / g.Do, od = item % g.Do;
         const M* xp = x + p * DHW;
         s.acc.assign(Wp, std::numeric_limits<K>::min());
-        s.best.resize(g.Wo);
-        K* acc = s.acc.data() + g.pW;
+        s.best.resize(std::max(g.Wo, e));
+        K* acc = s.acc.data() + g.pW * e;
         const int64_t d0 = od * g.sD - g.pD;
         int64_t td_lo, td_hi;
         TapRange(d0, g.kD, g.D, &td_lo, &td_hi);
@@ -109,23 +124,24 @@ void ForwardOutputNcdhw(const Geom& g, const typename T::M* x,
           bool nan = false, first = true;
           for (int64_t td = td_lo; td < td_hi; ++td)
             for (int64_t th = th_lo; th < th_hi; ++th) {
-              nan |= MaxRowInto<T>(xp + (d0 + td) * HW + (h0 + th) * g.W,
-                                   first, acc, g.W);
+              nan |= MaxRowInto<T>(xp + (d0 + td) * HW + (h0 + th) * W,
+                                   first, acc, W);
               first = false;
             }
-          M* yr = y + p * ODHW + od * HoWo + oh * g.Wo;
-          ReduceW<T>(s.acc.data(), g.kW, g.sW, g.Wo, s.best.data(), yr);
+          M* yr = y + p * ODHW + od * HoWo + oh * g.Wo * e;
+          ReduceW<T>(s.acc.data(), g.kW, g.sW, g.Wo, e, s.best.data(), yr);
           if (!nan) continue;
-          for (int64_t ow = 0; ow < g.Wo; ++ow) {  // patch the NaN windows
-            const int64_t w0 = ow * g.sW - g.pW;
+          for (int64_t i = 0; i < g.Wo * e; ++i) {  // patch the NaN windows
+            const int64_t ow = i / e, c = i % e, w0 = ow * g.sW - g.pW;
             int64_t tw_lo, tw_hi;
             TapRange(w0, g.kW, g.W, &tw_lo, &tw_hi);
             bool found = false;
             for (int64_t td = td_lo; td < td_hi && !found; ++td)
               for (int64_t th = th_lo; th < th_hi && !found; ++th)
                 for (int64_t tw = tw_lo; tw < tw_hi && !found; ++tw) {
-                  const M v = xp[(d0 + td) * HW + (h0 + th) * g.W + w0 + tw];
-                  if (IsNan<T>(v)) yr[ow] = v, found = true;
+                  const M v =
+                      xp[(d0 + td) * HW + (h0 + th) * W + (w0 + tw) * e + c];
+                  if (IsNan<T>(v)) yr[i] = v, found = true;
                 }
           }
         }
@@ -138,8 +154,14 @@ void Dispatch(const Geom& g, const void* x, void* y) {
   auto* xm = static_cast<const M*>(x);
   auto* ym = static_cast<M*>(y);
   if (g.in_cl != g.out_cl) return ForwardOutputGeneric<T>(g, xm, ym);
-  if (g.in_cl) return ForwardOutputNdhwc<T>(g, xm, ym);
-  return ForwardOutputNcdhw<T>(g, xm, ym);
+  // Channels-last with a full vector of channels: lanes across channels;
+  // else rows of positions (which also serve few channels: one vector max
+  // over the whole W * C row per (td, th) tap).
+  if (g.in_cl && g.C >= int64_t(32 / sizeof(M)) &&
+      g.Taps() <= 8 * g.sD * g.sH * g.sW)
+    return ForwardOutputNdhwc<T>(g, xm, ym);
+  if (g.in_cl) return ForwardOutputRows<T>(g, xm, ym, g.B, g.C);
+  return ForwardOutputRows<T>(g, xm, ym, g.B * g.C, 1);
 }
 
 }  // namespace

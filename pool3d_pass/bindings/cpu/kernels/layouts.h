@@ -49,9 +49,8 @@ template <class T>
 void ForwardOutputNdhwc(const Geom& g, const typename T::M* x,
                         typename T::M* y);
 
-// from_indices_cl.cc: backward_from_indices, channels-last, by gather; where
-// each input element lies in at most 8 windows (GatherFromIndicesPays).
-bool GatherFromIndicesPays(const Geom& g);
+// from_indices_cl.cc: backward_from_indices, channels-last, windows that do
+// not overlap, by gather.
 template <class T>
 void FromIndicesNdhwcGather(const Geom& g, const typename T::M* go,
                             const int16_t* idx, typename T::M* dx);

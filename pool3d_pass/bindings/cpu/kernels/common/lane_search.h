@@ -27,6 +27,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
+#include <limits>
 #include <type_traits>
 
 #include "element_types.h"
@@ -38,8 +40,6 @@ namespace pool3d {
 // (every lane is redone), a zero maximum (those lanes are).
 constexpr int kAnyNan = 1, kAnyZero = 2;
 
-// Lanes per chunk: the running state (keys, taps) of one chunk stays in L1.
-constexpr int64_t kLaneChunk = 256;
 
 // The scalar redo of one lane: y (and idx) from the taps in order.
 template <class T>
@@ -69,91 +69,131 @@ inline void FixLane(const typename T::M* base, const int64_t* off,
   if (idx) *idx = best_tap;
 }
 
-// f32: the first maximum of n <= kLaneChunk lanes as float compares.
-POOL3D_HOT int FirstMaxChunkF32(const uint32_t* __restrict base,
-                                const int64_t* __restrict off,
-                                const int16_t* __restrict tap, int64_t ntaps,
-                                int64_t n, uint32_t* __restrict y,
-                                int16_t* __restrict idx) {
-  // Blends as bit masks (a conditional store would become a masked store,
-  // which stalls the next tap's load of the same state).
-  uint32_t m[kLaneChunk];
-  int32_t t[kLaneChunk];
-  int32_t nan = 0;
-  {
-    const uint32_t* __restrict x = base + off[0];
-    const int32_t t0 = tap[0];
-    for (int64_t j = 0; j < n; ++j) {
-      const float f = BitsFloat(x[j]);
-      m[j] = x[j];
-      t[j] = t0;
-      nan |= -int32_t(f != f);
-    }
+// The hot loops are written with GCC/Clang vector types, 32 bytes (8 f32 or
+// 16 int16 lanes; the portable clone splits each into two SSE2 halves):
+// lanes go in blocks of U vectors (U = 4, then 1) whose running state stays in
+// registers across all taps (one load, one compare and two blends per vector
+// and tap); the last n % lanes lanes take the scalar FixLane walk.
+typedef float VF32 __attribute__((vector_size(32)));
+typedef int32_t VI32 __attribute__((vector_size(32)));
+typedef int16_t VI16 __attribute__((vector_size(32)));
+
+#define POOL3D_VLOAD(v, p) std::memcpy(&(v), (p), sizeof(v))
+#define POOL3D_VSTORE(p, v) std::memcpy((p), &(v), sizeof(v))
+
+// f32: the first maximum of lanes [j0, j0 + 8U) as float compares; returns
+// the kAny* flags of those lanes.
+template <int U>
+static inline __attribute__((always_inline)) int FirstMaxBlockF32(
+    const uint32_t* __restrict base, const int64_t* __restrict off,
+    const int16_t* __restrict tap, int64_t ntaps, int64_t j0,
+    uint32_t* __restrict y, int16_t* __restrict idx) {
+  VF32 m[U];
+  VI32 t[U], nan[U];
+  for (int u = 0; u < U; ++u) {
+    POOL3D_VLOAD(m[u], base + off[0] + j0 + 8 * u);
+    t[u] = VI32{} + int32_t(tap[0]);
+    nan[u] = m[u] != m[u];
   }
   for (int64_t i = 1; i < ntaps; ++i) {
-    const uint32_t* __restrict x = base + off[i];
+    const uint32_t* x = base + off[i] + j0;
     const int32_t ti = tap[i];
-    for (int64_t j = 0; j < n; ++j) {
-      const uint32_t u = x[j];
-      const float f = BitsFloat(u);
-      const int32_t gt = -int32_t(f > BitsFloat(m[j]));
-      m[j] = (u & uint32_t(gt)) | (m[j] & ~uint32_t(gt));
-      t[j] = (ti & gt) | (t[j] & ~gt);
-      nan |= -int32_t(f != f);
+    for (int u = 0; u < U; ++u) {
+      VF32 f;
+      POOL3D_VLOAD(f, x + 8 * u);
+      const VI32 gt = f > m[u];
+      m[u] = (VF32)(((VI32)f & gt) | ((VI32)m[u] & ~gt));
+      t[u] = (ti & gt) | (t[u] & ~gt);
+      nan[u] |= f != f;
     }
   }
-  int32_t neg_zero = 0;
-  for (int64_t j = 0; j < n; ++j) {
-    y[j] = m[j];
-    idx[j] = int16_t(t[j]);
-    neg_zero |= -int32_t(m[j] == 0x80000000u);
+  VI32 any_nan = VI32{}, neg_zero = VI32{};
+  for (int u = 0; u < U; ++u) {
+    POOL3D_VSTORE(y + j0 + 8 * u, m[u]);
+    int32_t tt[8];
+    POOL3D_VSTORE(tt, t[u]);
+    for (int l = 0; l < 8; ++l) idx[j0 + 8 * u + l] = int16_t(tt[l]);
+    any_nan |= nan[u];
+    neg_zero |= (VI32)m[u] == int32_t(0x80000000u);
   }
-  return (nan != 0 ? kAnyNan : 0) | (neg_zero != 0 ? kAnyZero : 0);
+  int flags = 0;
+  for (int l = 0; l < 8; ++l)
+    flags |= (any_nan[l] ? kAnyNan : 0) | (neg_zero[l] ? kAnyZero : 0);
+  return flags;
 }
 
-// bf16/f16: the first maximum as int16 keys.
-template <class T>
-POOL3D_HOT int FirstMaxChunk16(const uint16_t* __restrict base,
-                                const int64_t* __restrict off,
-                                const int16_t* __restrict tap, int64_t ntaps,
-                                int64_t n, uint16_t* __restrict y,
-                                int16_t* __restrict idx) {
-  int16_t m[kLaneChunk];
-  int16_t t[kLaneChunk];
-  int16_t nan = 0, zero = 0;
+// bf16/f16: the same with int16 keys (sign-magnitude to two's complement,
+// both zeros key 0), 16 lanes a vector.
+template <class T, int U>
+static inline __attribute__((always_inline)) int FirstMaxBlock16(
+    const uint16_t* __restrict base, const int64_t* __restrict off,
+    const int16_t* __restrict tap, int64_t ntaps, int64_t j0,
+    uint16_t* __restrict y, int16_t* __restrict idx) {
   constexpr int16_t kInf = int16_t(T::kInf);
-  {
-    const uint16_t* __restrict x = base + off[0];
-    const int16_t t0 = tap[0];
-    for (int64_t j = 0; j < n; ++j) {
-      const int16_t mag = int16_t(x[j] & 0x7fff);
-      const int16_t neg = int16_t(int16_t(x[j]) >> 15);
-      m[j] = int16_t((mag ^ neg) - neg);
-      t[j] = t0;
-      nan |= int16_t(-int16_t(mag > kInf));
-    }
+  VI16 m[U], t[U], nan[U];
+  for (int u = 0; u < U; ++u) {
+    VI16 b;
+      POOL3D_VLOAD(b, base + off[0] + j0 + 16 * u);
+    const VI16 mag = b & int16_t(0x7fff), neg = b >> 15;
+    m[u] = (mag ^ neg) - neg;
+    t[u] = VI16{} + tap[0];
+    nan[u] = mag > kInf;
   }
   for (int64_t i = 1; i < ntaps; ++i) {
-    const uint16_t* __restrict x = base + off[i];
+    const uint16_t* x = base + off[i] + j0;
     const int16_t ti = tap[i];
-    for (int64_t j = 0; j < n; ++j) {
-      const int16_t mag = int16_t(x[j] & 0x7fff);
-      const int16_t neg = int16_t(int16_t(x[j]) >> 15);
-      const int16_t k = int16_t((mag ^ neg) - neg);
-      const int16_t gt = int16_t(-int16_t(k > m[j]));
-      m[j] = int16_t((k & gt) | (m[j] & ~gt));
-      t[j] = int16_t((ti & gt) | (t[j] & ~gt));
-      nan |= int16_t(-int16_t(mag > kInf));
+    for (int u = 0; u < U; ++u) {
+      VI16 b;
+      POOL3D_VLOAD(b, x + 16 * u);
+      const VI16 mag = b & int16_t(0x7fff), neg = b >> 15;
+      const VI16 k = (mag ^ neg) - neg;
+      const VI16 gt = k > m[u];
+      m[u] = (k & gt) | (m[u] & ~gt);
+      t[u] = (ti & gt) | (t[u] & ~gt);
+      nan[u] |= mag > kInf;
     }
   }
-  for (int64_t j = 0; j < n; ++j) {
-    const int16_t k = m[j];
-    const int16_t neg = int16_t(k >> 15);
-    y[j] = uint16_t(uint16_t((k ^ neg) - neg) | (uint16_t(neg) & 0x8000u));
-    idx[j] = t[j];
-    zero |= int16_t(-int16_t(k == 0));
+  VI16 any_nan = VI16{}, zero = VI16{};
+  for (int u = 0; u < U; ++u) {
+    const VI16 neg = m[u] >> 15;
+    const VI16 bits = ((m[u] ^ neg) - neg) | (neg & int16_t(0x8000));
+    POOL3D_VSTORE(y + j0 + 16 * u, bits);
+    POOL3D_VSTORE(idx + j0 + 16 * u, t[u]);
+    any_nan |= nan[u];
+    zero |= m[u] == 0;
   }
-  return (nan != 0 ? kAnyNan : 0) | (zero != 0 ? kAnyZero : 0);
+  int flags = 0;
+  for (int l = 0; l < 16; ++l)
+    flags |= (any_nan[l] ? kAnyNan : 0) | (zero[l] ? kAnyZero : 0);
+  return flags;
+}
+
+// The first maximum of lanes [0, n): vector blocks, then FixLane for the
+// flagged lanes of a block and for the tail.
+template <class T>
+POOL3D_HOT void FirstMaxLanes(const typename T::M* __restrict base,
+                              const int64_t* __restrict off,
+                              const int16_t* __restrict tap, int64_t ntaps,
+                              int64_t n, typename T::M* __restrict y,
+                              int16_t* __restrict idx) {
+  constexpr int64_t L = 32 / sizeof(typename T::M);  // lanes per vector
+  auto block = [&](auto u_const, int64_t j0) {
+    constexpr int U = decltype(u_const)::value;
+    int flags;
+    if constexpr (sizeof(typename T::M) == 4) {
+      flags = FirstMaxBlockF32<U>(base, off, tap, ntaps, j0, y, idx);
+    } else {
+      flags = FirstMaxBlock16<T, U>(base, off, tap, ntaps, j0, y, idx);
+    }
+    if (!flags) return;
+    for (int64_t j = j0; j < j0 + U * L; ++j)
+      if ((flags & kAnyNan) || (y[j] & T::kAbs) == 0)
+        FixLane<T>(base, off, tap, ntaps, j, y + j, idx + j);
+  };
+  int64_t j0 = 0;
+  for (; j0 + 4 * L <= n; j0 += 4 * L) block(std::integral_constant<int, 4>{}, j0);
+  for (; j0 + L <= n; j0 += L) block(std::integral_constant<int, 1>{}, j0);
+  for (; j0 < n; ++j0) FixLane<T>(base, off, tap, ntaps, j0, y + j0, idx + j0);
 }
 
 // Total-order keys: an involution on the bits (signed compare afterwards).
@@ -164,35 +204,81 @@ inline K TotalKey(K bits) {
   return K(bits ^ K(U(K(bits >> (kBits - 1))) >> 1));
 }
 
-// y only: the max over total-order keys in the element's width.
+// y only, lanes [j0, j0 + U vectors): max over total-order keys; returns
+// whether a lane saw a NaN.
+template <class T, class V, int U>
+static inline __attribute__((always_inline)) bool MaxBlock(
+    const typename T::M* __restrict base, const int64_t* __restrict off,
+    int64_t ntaps, int64_t j0, typename T::M* __restrict y) {
+  using K = std::make_signed_t<typename T::M>;
+  constexpr int64_t L = 32 / sizeof(K);
+  constexpr K kInf = K(T::kInf), kAbs = K(T::kAbs);
+  constexpr K kFlip = std::numeric_limits<K>::max();
+  constexpr int kSh = int(sizeof(K) * 8 - 1);
+  V m[U], nan[U];
+  for (int u = 0; u < U; ++u) {
+    V b;
+      POOL3D_VLOAD(b, base + off[0] + j0 + L * u);
+    m[u] = b ^ ((b >> kSh) & kFlip);
+    nan[u] = (b & kAbs) > kInf;
+  }
+  for (int64_t i = 1; i < ntaps; ++i) {
+    const typename T::M* x = base + off[i] + j0;
+    for (int u = 0; u < U; ++u) {
+      V b;
+      POOL3D_VLOAD(b, x + L * u);
+      const V k = b ^ ((b >> kSh) & kFlip);
+      const V gt = k > m[u];
+      m[u] = (k & gt) | (m[u] & ~gt);
+      nan[u] |= (b & kAbs) > kInf;
+    }
+  }
+  V any_nan = V{};
+  for (int u = 0; u < U; ++u) {
+    const V bits = m[u] ^ ((m[u] >> kSh) & kFlip);
+    POOL3D_VSTORE(y + j0 + L * u, bits);
+    any_nan |= nan[u];
+  }
+  bool flag = false;
+  for (int l = 0; l < int(L); ++l) flag |= any_nan[l] != 0;
+  return flag;
+}
+
+// The window's first NaN into y[j] where it holds one (y only).
 template <class T>
-POOL3D_HOT bool MaxChunk(const typename T::M* __restrict base,
+inline void FixNanLane(const typename T::M* base, const int64_t* off,
+                       int64_t ntaps, int64_t j, typename T::M* y) {
+  for (int64_t i = 0; i < ntaps; ++i) {
+    const typename T::M v = base[off[i] + j];
+    if (IsNan<T>(v)) {
+      *y = v;
+      return;
+    }
+  }
+}
+
+template <class T>
+POOL3D_HOT void MaxLanes(const typename T::M* __restrict base,
                          const int64_t* __restrict off, int64_t ntaps,
                          int64_t n, typename T::M* __restrict y) {
   using M = typename T::M;
   using K = std::make_signed_t<M>;
-  constexpr K kInf = K(T::kInf);
-  constexpr K kAbs = K(T::kAbs);
-  K m[kLaneChunk];
-  K nan = 0;
-  {
-    const M* __restrict x = base + off[0];
-    for (int64_t j = 0; j < n; ++j) {
-      const K b = K(x[j]);
-      m[j] = TotalKey<K>(b);
-      nan |= K(-K(K(b & kAbs) > kInf));
-    }
+  using V = std::conditional_t<sizeof(M) == 4, VI32, VI16>;
+  constexpr int64_t L = 32 / sizeof(M);
+  auto block = [&](auto u_const, int64_t j0) {
+    constexpr int U = decltype(u_const)::value;
+    if (!MaxBlock<T, V, U>(base, off, ntaps, j0, y)) return;
+    for (int64_t j = j0; j < j0 + U * L; ++j) FixNanLane<T>(base, off, ntaps, j, y + j);
+  };
+  int64_t j0 = 0;
+  for (; j0 + 4 * L <= n; j0 += 4 * L) block(std::integral_constant<int, 4>{}, j0);
+  for (; j0 + L <= n; j0 += L) block(std::integral_constant<int, 1>{}, j0);
+  for (; j0 < n; ++j0) {  // the tail, scalar
+    K m = TotalKey<K>(K(base[off[0] + j0]));
+    for (int64_t i = 1; i < ntaps; ++i) m = std::max(m, TotalKey<K>(K(base[off[i] + j0])));
+    y[j0] = M(TotalKey<K>(m));
+    FixNanLane<T>(base, off, ntaps, j0, y + j0);
   }
-  for (int64_t i = 1; i < ntaps; ++i) {
-    const M* __restrict x = base + off[i];
-    for (int64_t j = 0; j < n; ++j) {
-      const K b = K(x[j]);
-      m[j] = std::max(m[j], TotalKey<K>(b));
-      nan |= K(-K(K(b & kAbs) > kInf));
-    }
-  }
-  for (int64_t j = 0; j < n; ++j) y[j] = M(TotalKey<K>(m[j]));
-  return nan != 0;
 }
 
 // The first maximum (y, idx) of n lanes over the taps (off, tap).
@@ -200,42 +286,14 @@ template <class T>
 inline void SearchFirstMax(const typename T::M* base, const int64_t* off,
                            const int16_t* tap, int64_t ntaps, int64_t n,
                            typename T::M* y, int16_t* idx) {
-  for (int64_t j0 = 0; j0 < n; j0 += kLaneChunk) {
-    const int64_t nn = std::min(kLaneChunk, n - j0);
-    int special;
-    if constexpr (sizeof(typename T::M) == 4) {
-      special = FirstMaxChunkF32(base + j0, off, tap, ntaps, nn, y + j0,
-                                 idx + j0);
-    } else {
-      special = FirstMaxChunk16<T>(base + j0, off, tap, ntaps, nn, y + j0,
-                                   idx + j0);
-    }
-    if (!special) continue;
-    for (int64_t j = j0; j < j0 + nn; ++j) {
-      if ((special & kAnyNan) || (y[j] & T::kAbs) == 0)
-        FixLane<T>(base, off, tap, ntaps, j, y + j, idx + j);
-    }
-  }
+  FirstMaxLanes<T>(base, off, tap, ntaps, n, y, idx);
 }
 
 // The maximum y (XLA's reduce_window max) of n lanes over the taps off.
 template <class T>
 inline void SearchMax(const typename T::M* base, const int64_t* off,
                       int64_t ntaps, int64_t n, typename T::M* y) {
-  using M = typename T::M;
-  for (int64_t j0 = 0; j0 < n; j0 += kLaneChunk) {
-    const int64_t nn = std::min(kLaneChunk, n - j0);
-    if (!MaxChunk<T>(base + j0, off, ntaps, nn, y + j0)) continue;
-    for (int64_t j = j0; j < j0 + nn; ++j) {  // a NaN somewhere: find it
-      for (int64_t i = 0; i < ntaps; ++i) {
-        const M v = base[off[i] + j];
-        if (IsNan<T>(v)) {
-          y[j] = v;
-          break;
-        }
-      }
-    }
-  }
+  MaxLanes<T>(base, off, ntaps, n, y);
 }
 
 }  // namespace pool3d
