@@ -39,7 +39,6 @@ from pool3d_pass.report import Miss, Rewrite, RewriteReport
 from pool3d_pass.rewriting import emit
 from pool3d_pass.rewriting.layer import SavedForward, build_from_indices, build_from_input, replace_forward
 from pool3d_pass.rewriting.recompute import build_recompute
-from pool3d_pass.rewriting.splice import call_binding
 from pool3d_pass.rewriting.strategy import (
     BARE_INDICES,
     FORWARD_REPLACED,
@@ -149,8 +148,7 @@ class _PassRun:
             self.report.add(Miss(location, f"neutral call left unbound: {reason}"))
             return _NO_MATCH
         with ir.InsertionPoint(op.operation), op.location:
-            results = call_binding(
-                self.binding,
+            results = self.emit(
                 call.call,
                 list(op.operands),
                 [r.type for r in op.results],
@@ -159,7 +157,6 @@ class _PassRun:
                 padding=call.padding,
                 data_format=call.data_format,
                 output_format=call.output_format,
-                mesh=self.mesh,
             )
         rewriter.replace_op(op, results)
         self.report.bound += 1
