@@ -152,3 +152,24 @@ sanitize: $(STAMP)
 	LD_PRELOAD="$$($(CXX) -print-file-name=libasan.so) $$($(CXX) -print-file-name=libstdc++.so)" \
 	ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 \
 	$(PY) -m pytest -q -p no:cacheprovider $(SANITIZE_TESTS)
+
+# Another JAX release beside the package, installed the user's way, checked by hand:
+#   make check-jax JAX_CHECK=0.11.2 PYTHON_CHECK=3.12   (0.10.2 needs PYTHON_CHECK=3.11)
+# A fresh venv gets that JAX first, then pool3d_pass with pip's build isolation
+# (the kernels compiled against the oldest supported jaxlib's FFI headers); the
+# JAX must be kept; then scripts/check_release.py and the pass-level tests.
+JAX_CHECK    ?= 0.11.2
+PYTHON_CHECK ?= 3.12
+VENV_CHECK   := .venv-check-$(JAX_CHECK)
+.PHONY: check-jax
+check-jax:
+	rm -rf $(VENV_CHECK) build/check-$(JAX_CHECK)
+	$$(scripts/find_python.sh $(PYTHON_CHECK)) -m venv $(VENV_CHECK)
+	$(VENV_CHECK)/bin/python -m pip --disable-pip-version-check -q install --upgrade pip setuptools wheel
+	$(VENV_CHECK)/bin/python -m pip --disable-pip-version-check -q install jax==$(JAX_CHECK) jaxlib==$(JAX_CHECK)
+	printf '[build]\nbuild_base = build/check-$(JAX_CHECK)\n' > $(VENV_CHECK)/build.cfg
+	DIST_EXTRA_CONFIG=$(abspath $(VENV_CHECK))/build.cfg $(VENV_CHECK)/bin/python -m pip --disable-pip-version-check -q install '.[test-pass]'
+	$(call check_jax_kept,$(VENV_CHECK)/bin/python,$(JAX_CHECK))
+	cd /tmp && $(abspath $(VENV_CHECK))/bin/python $(abspath scripts/check_release.py)
+	PATH="$(abspath $(VENV_CHECK))/bin:$$PATH" $(VENV_CHECK)/bin/pytest -q $(filter-out tests/test_numerics_torch.py tests/test_bench_harness.py,$(PASS_TESTS))
+	PATH="$(abspath $(VENV_CHECK))/bin:$$PATH" $(VENV_CHECK)/bin/lit -s lit_tests
