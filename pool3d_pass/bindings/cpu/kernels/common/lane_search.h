@@ -77,6 +77,15 @@ inline void FixLane(const typename T::M* base, const int64_t* off,
 typedef float VF32 __attribute__((vector_size(32)));
 typedef int32_t VI32 __attribute__((vector_size(32)));
 typedef int16_t VI16 __attribute__((vector_size(32)));
+typedef int16_t VI16x8 __attribute__((vector_size(16)));
+typedef uint64_t VU64 __attribute__((vector_size(32)));
+
+// Whether any lane of v is non-zero: an OR of its four 64-bit quarters.
+template <class V>
+static inline __attribute__((always_inline)) bool AnyLane(V v) {
+  const VU64 q = (VU64)v;
+  return ((q[0] | q[1]) | (q[2] | q[3])) != 0;
+}
 
 #define POOL3D_VLOAD(v, p) std::memcpy(&(v), (p), sizeof(v))
 #define POOL3D_VSTORE(p, v) std::memcpy((p), &(v), sizeof(v))
@@ -102,24 +111,20 @@ static inline __attribute__((always_inline)) int FirstMaxBlockF32(
       VF32 f;
       POOL3D_VLOAD(f, x + 8 * u);
       const VI32 gt = f > m[u];
-      m[u] = (VF32)(((VI32)f & gt) | ((VI32)m[u] & ~gt));
-      t[u] = (ti & gt) | (t[u] & ~gt);
+      m[u] = gt ? f : m[u];  // vector selects: one blend each
+      t[u] = gt ? ti + VI32{} : t[u];
       nan[u] |= f != f;
     }
   }
   VI32 any_nan = VI32{}, neg_zero = VI32{};
   for (int u = 0; u < U; ++u) {
     POOL3D_VSTORE(y + j0 + 8 * u, m[u]);
-    int32_t tt[8];
-    POOL3D_VSTORE(tt, t[u]);
-    for (int l = 0; l < 8; ++l) idx[j0 + 8 * u + l] = int16_t(tt[l]);
+    const VI16x8 t16 = __builtin_convertvector(t[u], VI16x8);
+    POOL3D_VSTORE(idx + j0 + 8 * u, t16);
     any_nan |= nan[u];
     neg_zero |= (VI32)m[u] == int32_t(0x80000000u);
   }
-  int flags = 0;
-  for (int l = 0; l < 8; ++l)
-    flags |= (any_nan[l] ? kAnyNan : 0) | (neg_zero[l] ? kAnyZero : 0);
-  return flags;
+  return (AnyLane(any_nan) ? kAnyNan : 0) | (AnyLane(neg_zero) ? kAnyZero : 0);
 }
 
 // bf16/f16: the same with int16 keys (sign-magnitude to two's complement,
@@ -148,8 +153,8 @@ static inline __attribute__((always_inline)) int FirstMaxBlock16(
       const VI16 mag = b & int16_t(0x7fff), neg = b >> 15;
       const VI16 k = (mag ^ neg) - neg;
       const VI16 gt = k > m[u];
-      m[u] = (k & gt) | (m[u] & ~gt);
-      t[u] = (ti & gt) | (t[u] & ~gt);
+      m[u] = gt ? k : m[u];
+      t[u] = gt ? ti + VI16{} : t[u];
       nan[u] |= mag > kInf;
     }
   }
@@ -162,10 +167,7 @@ static inline __attribute__((always_inline)) int FirstMaxBlock16(
     any_nan |= nan[u];
     zero |= m[u] == 0;
   }
-  int flags = 0;
-  for (int l = 0; l < 16; ++l)
-    flags |= (any_nan[l] ? kAnyNan : 0) | (zero[l] ? kAnyZero : 0);
-  return flags;
+  return (AnyLane(any_nan) ? kAnyNan : 0) | (AnyLane(zero) ? kAnyZero : 0);
 }
 
 // The first maximum of lanes [0, n): vector blocks, then FixLane for the
@@ -228,8 +230,7 @@ static inline __attribute__((always_inline)) bool MaxBlock(
       V b;
       POOL3D_VLOAD(b, x + L * u);
       const V k = b ^ ((b >> kSh) & kFlip);
-      const V gt = k > m[u];
-      m[u] = (k & gt) | (m[u] & ~gt);
+      m[u] = k > m[u] ? k : m[u];  // a vector max
       nan[u] |= (b & kAbs) > kInf;
     }
   }
@@ -239,9 +240,7 @@ static inline __attribute__((always_inline)) bool MaxBlock(
     POOL3D_VSTORE(y + j0 + L * u, bits);
     any_nan |= nan[u];
   }
-  bool flag = false;
-  for (int l = 0; l < int(L); ++l) flag |= any_nan[l] != 0;
-  return flag;
+  return AnyLane(any_nan);
 }
 
 // The window's first NaN into y[j] where it holds one (y only).
