@@ -148,7 +148,7 @@ def train_table(section: dict) -> list[str]:
         p = programs["recompute"]
         rows.append([label("recompute", "pool3d_pass.jit, strategy=recompute"), _ms(section["ms"]["recompute"]),
                      _x(p["speedup_of_min"]), f"{p['loss']:.7g}",
-                     sum(p["census"][k] for k in _SHORT_CALLS)])
+                     sum(p["census"].get(k, 0) for k in _SHORT_CALLS)])
     lines = _table(header, rows)
     lines.append(f"\nSame loss: {section['same_loss']} (|diff| {section['loss_abs_diff']:.3g}); "
                  f"updated parameters max |diff| {section['updated_params_max_abs_diff']:.3g}. "
