@@ -40,14 +40,11 @@ template <class T>
 void FromInputGeneric(const Geom& g, const typename T::M* go,
                       const typename T::M* x, typename T::M* dx);
 
-// forward_cl.cc: the channels-last forwards by lane searches across channels
-// (common/lane_search.h), y and indices / y only.
+// forward_cl.cc: the channels-last forward by lane search across channels
+// (common/lane_search.h).
 template <class T>
 void ForwardNdhwcLanes(const Geom& g, const typename T::M* x, typename T::M* y,
                        int16_t* idx);
-template <class T>
-void ForwardOutputNdhwc(const Geom& g, const typename T::M* x,
-                        typename T::M* y);
 
 // from_indices_cl.cc: backward_from_indices, channels-last, windows that do
 // not overlap, by gather.

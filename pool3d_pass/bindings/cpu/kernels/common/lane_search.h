@@ -1,7 +1,7 @@
 // Window searches with the lanes running across contiguous elements: the
 // channels of one channels-last output pixel (PyTorch's
 // cpu_max_pool_channels_last does the same), or a whole stride-1 output row
-// flattened to (ow, c) lanes, or the W positions of a channels-first row.
+// flattened to (ow, c) lanes.
 //
 // A search gets n lanes, a base pointer and a list of taps (an element
 // offset from the base and a tap number, in ascending row-major tap order,
@@ -12,12 +12,9 @@
 //     (`x > best`: +0 == -0, so the first zero stays; NaN never wins);
 //     bf16/f16 as int16 keys (sign-magnitude turned two's complement, +0 and
 //     -0 both key 0). The first strictly greater tap wins: the first maximum.
-//   - SearchMax (forward_output, y only): a max over total-order keys (the
-//     float bits with the magnitude flipped under a set sign bit: -0 < +0,
-//     -inf lowest, and mapping back is the same flip), one vector max per tap.
 //
 // The rare cases stay out of the hot loop: a NaN anywhere (ORed into one flag
-// per chunk), and in SearchFirstMax a maximum that is a zero of the wrong
+// per vector block), and a maximum that is a zero of the wrong
 // sign (-0 first, a +0 later; f32) or any zero (bf16/f16: the key lost the
 // sign). Those lanes are redone by a scalar walk over the taps (FixLane):
 // output the window's first NaN and index -1, or the zero XLA's max gives
@@ -198,86 +195,14 @@ POOL3D_HOT void FirstMaxLanes(const typename T::M* __restrict base,
   for (; j0 < n; ++j0) FixLane<T>(base, off, tap, ntaps, j0, y + j0, idx + j0);
 }
 
-// Total-order keys: an involution on the bits (signed compare afterwards).
+// Total-order keys (forward_output.cc): the float bits with the magnitude
+// flipped under a set sign bit (-0 < +0, -inf lowest); an involution, so
+// mapping back is the same flip; compared as signed integers.
 template <class K>
 inline K TotalKey(K bits) {
   constexpr int kBits = int(sizeof(K) * 8);
   using U = std::make_unsigned_t<K>;
   return K(bits ^ K(U(K(bits >> (kBits - 1))) >> 1));
-}
-
-// y only, lanes [j0, j0 + U vectors): max over total-order keys; returns
-// whether a lane saw a NaN.
-template <class T, class V, int U>
-static inline __attribute__((always_inline)) bool MaxBlock(
-    const typename T::M* __restrict base, const int64_t* __restrict off,
-    int64_t ntaps, int64_t j0, typename T::M* __restrict y) {
-  using K = std::make_signed_t<typename T::M>;
-  constexpr int64_t L = 32 / sizeof(K);
-  constexpr K kInf = K(T::kInf), kAbs = K(T::kAbs);
-  constexpr K kFlip = std::numeric_limits<K>::max();
-  constexpr int kSh = int(sizeof(K) * 8 - 1);
-  V m[U], nan[U];
-  for (int u = 0; u < U; ++u) {
-    V b;
-      POOL3D_VLOAD(b, base + off[0] + j0 + L * u);
-    m[u] = b ^ ((b >> kSh) & kFlip);
-    nan[u] = (b & kAbs) > kInf;
-  }
-  for (int64_t i = 1; i < ntaps; ++i) {
-    const typename T::M* x = base + off[i] + j0;
-    for (int u = 0; u < U; ++u) {
-      V b;
-      POOL3D_VLOAD(b, x + L * u);
-      const V k = b ^ ((b >> kSh) & kFlip);
-      m[u] = k > m[u] ? k : m[u];  // a vector max
-      nan[u] |= (b & kAbs) > kInf;
-    }
-  }
-  V any_nan = V{};
-  for (int u = 0; u < U; ++u) {
-    const V bits = m[u] ^ ((m[u] >> kSh) & kFlip);
-    POOL3D_VSTORE(y + j0 + L * u, bits);
-    any_nan |= nan[u];
-  }
-  return AnyLane(any_nan);
-}
-
-// The window's first NaN into y[j] where it holds one (y only).
-template <class T>
-inline void FixNanLane(const typename T::M* base, const int64_t* off,
-                       int64_t ntaps, int64_t j, typename T::M* y) {
-  for (int64_t i = 0; i < ntaps; ++i) {
-    const typename T::M v = base[off[i] + j];
-    if (IsNan<T>(v)) {
-      *y = v;
-      return;
-    }
-  }
-}
-
-template <class T>
-POOL3D_HOT void MaxLanes(const typename T::M* __restrict base,
-                         const int64_t* __restrict off, int64_t ntaps,
-                         int64_t n, typename T::M* __restrict y) {
-  using M = typename T::M;
-  using K = std::make_signed_t<M>;
-  using V = std::conditional_t<sizeof(M) == 4, VI32, VI16>;
-  constexpr int64_t L = 32 / sizeof(M);
-  auto block = [&](auto u_const, int64_t j0) {
-    constexpr int U = decltype(u_const)::value;
-    if (!MaxBlock<T, V, U>(base, off, ntaps, j0, y)) return;
-    for (int64_t j = j0; j < j0 + U * L; ++j) FixNanLane<T>(base, off, ntaps, j, y + j);
-  };
-  int64_t j0 = 0;
-  for (; j0 + 4 * L <= n; j0 += 4 * L) block(std::integral_constant<int, 4>{}, j0);
-  for (; j0 + L <= n; j0 += L) block(std::integral_constant<int, 1>{}, j0);
-  for (; j0 < n; ++j0) {  // the tail, scalar
-    K m = TotalKey<K>(K(base[off[0] + j0]));
-    for (int64_t i = 1; i < ntaps; ++i) m = std::max(m, TotalKey<K>(K(base[off[i] + j0])));
-    y[j0] = M(TotalKey<K>(m));
-    FixNanLane<T>(base, off, ntaps, j0, y + j0);
-  }
 }
 
 // The first maximum (y, idx) of n lanes over the taps (off, tap).
@@ -286,13 +211,6 @@ inline void SearchFirstMax(const typename T::M* base, const int64_t* off,
                            const int16_t* tap, int64_t ntaps, int64_t n,
                            typename T::M* y, int16_t* idx) {
   FirstMaxLanes<T>(base, off, tap, ntaps, n, y, idx);
-}
-
-// The maximum y (XLA's reduce_window max) of n lanes over the taps off.
-template <class T>
-inline void SearchMax(const typename T::M* base, const int64_t* off,
-                      int64_t ntaps, int64_t n, typename T::M* y) {
-  MaxLanes<T>(base, off, ntaps, n, y);
 }
 
 }  // namespace pool3d
