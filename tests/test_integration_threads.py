@@ -59,7 +59,7 @@ def gradient_compiles(monkeypatch):
         @functools.wraps(hooked)  # keeps the hook's marker: install() sees it installed
         def observed(backend, computation, *args, **kwargs):
             if "stablehlo.select_and_scatter" in str(computation):
-                seen.append(routing.strategy() is not None)
+                seen.append(routing.options() is not None)
             return hooked(backend, computation, *args, **kwargs)
 
         monkeypatch.setattr(compiler, "compile_or_get_cached", observed)

@@ -27,17 +27,7 @@ from pool3d_pass.contract import (
     MAX_WINDOW_ELEMENTS,
     TARGETS,
 )
-
-NEUTRAL = "neutral"
-
-# Strategies (docs/contract.md, "Strategies"): `recompute` runs the backward
-# call on (grad_output, input, output); `indices` replaces the forward max pool
-# by the forward call and the gradient by the from-indices call, or by the
-# fused from-input call where no forward dominates the gradient.
-RECOMPUTE = "recompute"
-INDICES = "indices"
-AUTO = "auto"
-STRATEGIES = (AUTO, RECOMPUTE, INDICES)
+from pool3d_pass.options import INDICES, RECOMPUTE
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,8 @@ computes the persistent-cache key from that module itself, so replacing the
 module before calling the original makes the cache key describe the rewritten
 program. `devices` (the device assignment) says how many devices the program
 spans. `install()` swaps the module attribute for a wrapper that asks
-`routing.strategy()` and, if it is set, `module_rewrite.rewrite_for_platform`
-with that strategy.
+`routing.options()` and, if they are set, `module_rewrite.rewrite_for_platform`
+with those options.
 
 `JAX_INTERNALS` lists every private JAX name this package relies on;
 `check_jax_internals()` fails with a message naming what moved (both live in
@@ -42,7 +42,7 @@ def installed() -> bool:
 def install() -> None:
     """Wrap `jax._src.compiler.compile_or_get_cached` once per process (idempotent).
 
-    The wrapper does nothing unless `routing.active()`; it stays installed.
+    The wrapper does nothing unless `routing.options()` is set; it stays installed.
     """
     from jax._src import compiler
 
@@ -56,10 +56,10 @@ def install() -> None:
 
         @functools.wraps(original)
         def compile_or_get_cached(backend, computation, devices, *args, **kwargs):
-            strategy = routing.strategy()
-            if strategy is not None:
+            options = routing.options()
+            if options is not None:
                 computation = module_rewrite.rewrite_for_platform(
-                    computation, backend.platform, devices=devices, strategy=strategy)
+                    computation, backend.platform, devices=devices, options=options)
             return original(backend, computation, devices, *args, **kwargs)
 
         setattr(compile_or_get_cached, HOOK_MARKER, True)
