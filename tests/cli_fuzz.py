@@ -33,6 +33,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from pool3d_pass.contract import pooled_extent
+
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"
 LIT = ROOT / "lit_tests"
@@ -74,7 +76,7 @@ def gradient_seed(shape, window, strides, padding, elem="f32", form="attribute")
     """A `main(x, g) -> dx`: one max-pool gradient, JAX's explicit-pad form or attribute padding."""
     rank = len(shape)
     padded = [n + lo + hi for n, (lo, hi) in zip(shape, padding)]
-    out = [(p - k) // s + 1 for p, k, s in zip(padded, window, strides)]
+    out = [pooled_extent(n, k, s, lo, hi) for n, k, s, (lo, hi) in zip(shape, window, strides, padding)]
     t, x, g, p = _tensor([], elem), _tensor(shape, elem), _tensor(out, elem), _tensor(padded, elem)
     ints = lambda values: ", ".join(map(str, values))  # noqa: E731
     regions = f"""({{

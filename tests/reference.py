@@ -28,6 +28,8 @@ from typing import Sequence
 import ml_dtypes
 import numpy as np
 
+from pool3d_pass.contract import pooled_extent
+
 __all__ = [
     "Reference",
     "max_pool_grad_reference",
@@ -49,9 +51,8 @@ class Reference:
 
 
 def output_shape(shape, window, strides, padding) -> tuple[int, ...]:
-    return tuple(
-        (n + lo + hi - k) // s + 1 for n, k, s, (lo, hi) in zip(shape, window, strides, padding)
-    )
+    """The contract's output extents (`pool3d_pass.contract.pooled_extent`), for any rank."""
+    return tuple(pooled_extent(n, k, s, lo, hi) for n, k, s, (lo, hi) in zip(shape, window, strides, padding))
 
 
 def overlaps(window, strides) -> bool:
@@ -239,7 +240,7 @@ def window_in_padding(shape, window, strides, padding) -> bool:
     for n, k, s, (lo, hi) in zip(shape, window, strides, padding):
         if (k, s, (lo, hi)) == (1, 1, (0, 0)):
             continue
-        n_out = (n + lo + hi - k) // s + 1
+        n_out = pooled_extent(n, k, s, lo, hi)
         if lo >= k or (n_out - 1) * s - lo >= n:
             return True
     return False

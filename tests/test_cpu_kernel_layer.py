@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from jax import lax
 
 from pool3d_pass.bindings import cpu
-from pool3d_pass.contract import NO_SELECTION, TARGETS
+from pool3d_pass.contract import NO_SELECTION, TARGETS, pooled_extent
 
 DTYPES = {"f32": np.dtype(np.float32), "bf16": np.dtype(ml_dtypes.bfloat16), "f16": np.dtype(np.float16)}
 HALF_ULP = {"f32": 2.0**-24, "bf16": 2.0**-8, "f16": 2.0**-11}
@@ -115,7 +115,7 @@ def _taps(k):
 
 def _padded(x, k, s, p, fill):
     """x (B, C, D, H, W) padded so that every tap of every window is in range."""
-    Do, Ho, Wo = ((n + 2 * q - kk) // ss + 1 for n, kk, ss, q in zip(x.shape[2:], k, s, p))
+    Do, Ho, Wo = (pooled_extent(n, kk, ss, q, q) for n, kk, ss, q in zip(x.shape[2:], k, s, p))
     pads = [(q, kk + ss * o) for q, kk, ss, o in zip(p, k, s, (Do, Ho, Wo))]
     return np.pad(x, [(0, 0), (0, 0)] + pads, constant_values=fill), (Do, Ho, Wo)
 

@@ -17,6 +17,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from pool3d_pass.contract import pooled_extent
 from spec_oracle import select_and_scatter_reference, spec_outputs, spec_text
 from xla_runner import run_stablehlo
 
@@ -51,7 +52,7 @@ def sas_module(shape, window, strides, padding, out_shape, elem="f32", select="G
 def _case(n, k, s, pad, dtype=np.float32, layout="NCDHW", kind="mixed", seed=0):
     """One module and tie-heavy inputs; kind "mixed": batch 0-1 small integers, batch 2-3 mostly -inf."""
     spatial = (n, n, n)
-    o = (n + pad[0] + pad[1] - k) // s + 1
+    o = pooled_extent(n, k, s, *pad)
     batch = 4
     if layout == "NCDHW":
         shape, out = (batch, 2, *spatial), (batch, 2, o, o, o)
@@ -139,7 +140,7 @@ def test_unpadded_ops_are_left_alone():
 def test_other_select_regions_keep_their_meaning():
     """The padding guard wraps any select: GT (last maximum wins) over valid positions only."""
     n, k, s, pad = 6, 2, 2, (1, 1)
-    o = (n + 2 - k) // s + 1
+    o = pooled_extent(n, k, s, *pad)
     text = sas_module((n,), (k,), (s,), (pad,), (o,), select="GT")
     x = np.array([1, 2, 2, 0, 0, -np.inf], np.float32)
     g = np.array([1, 2, 3, 4], np.float32)

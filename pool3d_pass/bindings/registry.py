@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from pool3d_pass.contract import (
     BACKWARD,
     BACKWARD_FROM_INDICES,
+    CALLS,
     FORWARD,
     LAYOUTS,
     MAX_WINDOW_ELEMENTS,
-    TARGETS,
 )
 from pool3d_pass.options import INDICES, RECOMPUTE
 
@@ -42,7 +42,7 @@ class CallSignature:
     padding: tuple[int, int, int]
     data_format: str
     output_format: str
-    call: str = BACKWARD  # which of the contract's calls (a key of contract.TARGETS)
+    call: str = BACKWARD  # which of the contract's calls (a key of contract.CALLS)
 
 
 @dataclass(frozen=True, eq=False)  # hashed by identity: a cache key of the splicer
@@ -72,7 +72,7 @@ class Binding:
 
 def contract_preconditions(signature: CallSignature) -> str | None:
     """The kernel's own limits, which every binding inherits."""
-    if signature.call not in TARGETS:
+    if signature.call not in CALLS:
         return f"unknown call {signature.call!r}"
     if len({signature.grad_output_type, signature.input_type, signature.output_type}) != 1:
         return "grad_output, input and output differ in element type"
@@ -102,7 +102,7 @@ def platforms() -> list[str]:
 
 
 def _all_calls(module: str) -> dict[str, str]:
-    return {call: f"{module}:max_pooling_3d_{call}" for call in TARGETS}
+    return {call: f"{module}:max_pooling_3d_{call}" for call in CALLS}
 
 
 register_binding(
