@@ -1,4 +1,4 @@
-"""pool3d_pass: rewrite StableHLO max-pool gradients into one max-pool-backward kernel call.
+"""pool3d_pass: rewrite StableHLO max-pool gradients, and their forward max pools, into the pool3d contract's calls.
 
 Public API:
   rewrite(module) -> RewriteReport        rewrite a jaxlib MLIR module in place

@@ -38,7 +38,7 @@ from pool3d_pass.matching.neutral_call import NeutralCall, read_neutral_call
 from pool3d_pass.options import RECOMPUTE, PassOptions, pass_options
 from pool3d_pass.report import Miss, Rewrite, RewriteReport
 from pool3d_pass.rewriting import emit
-from pool3d_pass.rewriting.layer import SavedForward, build_from_indices, build_from_input, replace_forward
+from pool3d_pass.rewriting.indices import SavedForward, build_from_indices, build_from_input, replace_forward
 from pool3d_pass.rewriting.recompute import build_recompute
 from pool3d_pass.rewriting.splice import call_binding
 from pool3d_pass.rewriting.strategy import (

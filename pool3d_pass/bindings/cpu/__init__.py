@@ -99,11 +99,7 @@ def register() -> None:
         if _registered:
             return
         module = _load_kernel_module()
-        if hasattr(module, "handlers"):
-            handlers = module.handlers()
-        else:  # an extension built before the layer kernels existed
-            handlers = {"backward": module.handler()}
-        for kind, capsule in handlers.items():
+        for kind, capsule in module.handlers().items():
             jax.ffi.register_ffi_target(TARGETS[kind], capsule, platform="cpu")
         _registered = True
 
