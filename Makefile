@@ -20,7 +20,7 @@ STAMP09 := $(VENV09)/.pool3d-installed
 PASS_TESTS := tests/test_mlir_api.py tests/test_pass.py tests/test_frontend_fixtures.py \
               tests/test_cli.py tests/test_bindings.py tests/test_cpu_kernel.py tests/test_cpu_kernel_layer.py \
               tests/test_integration.py tests/test_sharding.py tests/test_numerics_fixtures.py \
-              tests/test_strategies.py tests/test_safe_parse.py tests/test_import_graph.py \
+              tests/test_strategies.py tests/test_safe_parse.py tests/test_import_graph.py tests/test_options.py \
               --deselect 'tests/test_sharding.py::test_output_shardings_are_kept[indices_pool_forward_and_grad_spatially_sharded]'
 # (deselected: on 0.9 XLA itself tiles that unconstrained output of the PLAIN program
 # over part of the mesh, the rewritten one is replicated; values exact. docs/jax_integration.md)

@@ -4,13 +4,15 @@ Public API:
   rewrite(module) -> RewriteReport        rewrite a jaxlib MLIR module in place
   rewrite_text(text) -> (text, report)    the same on textual MLIR
   add_pass(pm)                            the pass in your own PassManager
+  PassOptions(target, strategy, mesh, filename)  the settings of all three, as one checked object
   jit, enable, disable, enabled           JAX integration (see docs/jax_integration.md)
 """
 
+from pool3d_pass.options import PassOptions
 from pool3d_pass.report import Miss, RewriteReport
 from pool3d_pass.rewriting import PASS_ARGUMENT, add_pass, rewrite, rewrite_text
 
-__all__ = ["Miss", "PASS_ARGUMENT", "RewriteReport", "add_pass", "rewrite", "rewrite_text"]
+__all__ = ["Miss", "PASS_ARGUMENT", "PassOptions", "RewriteReport", "add_pass", "rewrite", "rewrite_text"]
 
 _INTEGRATION = ("jit", "enable", "disable", "enabled")
 __all__ += list(_INTEGRATION)
