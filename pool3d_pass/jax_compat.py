@@ -50,8 +50,8 @@ except ImportError:  # reported by ir_context.check_mlir_api, naming what is mis
     ir = None
 
 #: The range pyproject.toml declares and CI tests: [minimum, first unsupported).
-SUPPORTED_RANGE = ("0.9.0", "0.11")
-TESTED_VERSIONS = ("0.9.0", "0.10.2")
+SUPPORTED_RANGE = ("0.9.0", "0.13")
+TESTED_VERSIONS = ("0.9.0", "0.10.2", "0.11.2", "0.12.0.1")
 
 
 def parse_version(text: str) -> tuple[int, ...]:
@@ -175,6 +175,10 @@ JAX_INTERNALS: tuple[tuple[str, str, tuple[str, ...] | None], ...] = (
     ("jax", "clear_caches", ()),
     ("jax._src.source_info_util", "register_exclusion", ("path",)),
     ("jax._src.traceback_util", "register_exclusion", ("path",)),
+    # custom_partitioning's callback registry, keyed by backend_config (rewriting/partition_keys.py)
+    ("jax._src.custom_partitioning", "_sharding_callbacks", None),
+    # JAX's cache registry: jax.clear_caches() clears what is registered (rewriting/caches.py)
+    ("jax._src.util", "register_cache", ("cache", "for_what")),
 )
 
 #: (class in jax._src.stages, method) subclassed by pool3d_pass.jit.
