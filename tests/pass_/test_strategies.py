@@ -14,8 +14,6 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 
 import ml_dtypes
 import numpy as np
@@ -28,8 +26,8 @@ from pool3d_pass.bindings import registry
 from pool3d_pass.bindings.registry import Binding, contract_preconditions
 from pool3d_pass.contract import TARGETS
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
-ENTRIES = {e["name"]: e for e in json.loads((FIXTURES / "manifest.json").read_text())["fixtures"]}
+from corpus import BY_NAME as ENTRIES  # noqa: E402
+from corpus import FIXTURES  # noqa: E402
 POSITIVE = sorted(name for name, e in ENTRIES.items() if not e["negative"])
 NUMPY = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16, "float64": np.float64}
 # A training step (forward + gradient), a bare gradient, a returned primal,
@@ -62,11 +60,7 @@ def calls_in(text: str) -> dict[str, int]:
     return {call: text.count(f"@{target}(") for call, target in TARGETS.items()}
 
 
-@pytest.fixture(autouse=True)
-def cpu_kernel():
-    from pool3d_pass.bindings.cpu import register
-
-    register()
+pytestmark = pytest.mark.usefixtures("cpu_kernels")
 
 
 @pytest.fixture

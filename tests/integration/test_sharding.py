@@ -1,6 +1,6 @@
 """Rewritten programs partition under JAX's SPMD partitioner like the originals.
 
-The cases run in a child process with 8 host CPU devices (tests/sharding_cases.py),
+The cases run in a child process with 8 host CPU devices (tests/support/sharding_cases.py),
 under each strategy: `recompute` (the backward call; asked for explicitly) and
 the default `auto`, which on CPU is `indices` (the forward call + the
 from-indices call where the program has the forward max pool, the fused
@@ -19,11 +19,12 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-CASES_SCRIPT = Path(__file__).resolve().parent / "sharding_cases.py"
+from corpus import SUPPORT  # noqa: E402
+
+CASES_SCRIPT = SUPPORT / "sharding_cases.py"
 
 # Kernel calls expected in each case's compiled program, by call kind.
 RECOMPUTE_ONE, RECOMPUTE_TWO = {"backward": 1}, {"backward": 2}

@@ -1,6 +1,6 @@
 """Hostile inputs for `pool3d-opt`, and the check of what it did with each.
 
-Shared by tests/test_fuzz_cli.py (a seeded few hundred, in-process where that
+Shared by tests/cli/test_fuzz_cli.py (a seeded few hundred, in-process where that
 proves the property) and scripts/fuzz_cli.py (>= 500, each in a subprocess).
 
 The promise checked (README, "Using it"): every input gives either exit 0 with
@@ -35,8 +35,7 @@ from pathlib import Path
 
 from pool3d_pass.contract import pooled_extent
 
-ROOT = Path(__file__).resolve().parents[1]
-FIXTURES = ROOT / "tests" / "fixtures"
+from corpus import FIXTURES, ROOT  # noqa: E402
 LIT = ROOT / "lit_tests"
 SENTINEL = "the user's file, which must survive an error\n"
 SAS = '"stablehlo.select_and_scatter"'

@@ -28,20 +28,7 @@ TARGET = "pool3d.max_pooling_3d_backward"
 SCATTER = re.compile(r"\b(select-and-scatter|scatter)\(")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _cpu_kernel():
-    """The CPU kernel must be built and registrable: a broken build fails here, never skips."""
-    from pool3d_pass.bindings import cpu
-
-    cpu.register()
-
-
-@pytest.fixture(autouse=True)
-def _switch_off():
-    """Every test starts and ends with the process-wide switch off."""
-    pool3d_pass.disable()
-    yield
-    pool3d_pass.disable()
+pytestmark = pytest.mark.usefixtures("cpu_kernels", "switch_off")
 
 
 def max_pool(x, k=3, s=2, padding="SAME"):

@@ -1,7 +1,7 @@
 """A rewrite never breaks a program: if XLA rejects the rewritten module, the original is compiled.
 
 The "cpu" binding is replaced (for one test) by one whose calls name an FFI
-target nobody registered (tests/unrunnable_binding.py): the pass rewrites the
+target nobody registered (tests/support/unrunnable_binding.py): the pass rewrites the
 program, XLA:CPU refuses to compile it, and the hook must compile the original
 module instead, warn once with XLA's reason and the `pool3d-opt` command
 reproducing the rewrite, and give jax.jit's results.

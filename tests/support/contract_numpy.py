@@ -1,4 +1,4 @@
-"""A float64 numpy reference of the pool3d.max_pooling_3d_backward contract.
+"""The numpy statement of the contract (float64): the pool3d calls' selection and gradient, any rank.
 
 Generalised to any rank and window (docs/contract.md, "Meaning"):
 

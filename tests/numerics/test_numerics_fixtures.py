@@ -3,7 +3,7 @@
 For each entry of tests/fixtures/manifest.json (JAX, Flax, Equinox,
 TensorFlow/Keras, torch-xla) and each input family (small integers, ReLU of
 normals, constants: inputs full of ties), ``pool3d_pass.rewrite_text`` of the
-module is compiled and run on XLA:CPU (tests/xla_runner.py) with the CPU
+module is compiled and run on XLA:CPU (tests/support/xla_runner.py) with the CPU
 kernel registered, and compared with what the ORIGINAL program computes per
 the StableHLO spec (``spec_oracle.spec_outputs``: the original with every
 attribute-padded select_and_scatter put in the explicit form XLA:CPU runs as
@@ -17,7 +17,7 @@ another element (docs/contract.md, "Spec vs XLA:CPU"). Checks:
   the kernel call replaced every ``select_and_scatter``. Where the fixture's
   pool gradient can be recomputed from its arguments (``grad(sum(pool(x)**2))``,
   ``grad(sum(pool(x)))``, ``jax.vjp`` with ``g`` given) the gradient result is
-  checked with ``reference.check_pool_gradient`` (f32 no overlap bit-exact;
+  checked with ``contract_numpy.check_pool_gradient`` (f32 no overlap bit-exact;
   f32 overlap within the summation-order bound; bf16/f16 against the float64
   reference, no worse than XLA). Every result is also compared with the
   spec oracle: f32 without overlapping windows bit-exact; with overlap within
@@ -33,23 +33,19 @@ another element (docs/contract.md, "Spec vs XLA:CPU"). Checks:
 
 from __future__ import annotations
 
-import json
 import re
-from pathlib import Path
 
 import ml_dtypes
 import numpy as np
 import pytest
 
 import pool3d_pass
-from reference import assert_bit_exact, assert_within, check_pool_gradient, max_pool_grad_reference, ulp
+from contract_numpy import assert_bit_exact, assert_within, check_pool_gradient, max_pool_grad_reference, ulp
 from spec_oracle import spec_text
 from xla_runner import run_stablehlo
 
 TARGET = "pool3d.max_pooling_3d_backward"
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
-MANIFEST = json.loads((FIXTURES / "manifest.json").read_text())
-ENTRIES = MANIFEST["fixtures"]
+from corpus import ENTRIES, FIXTURES, MANIFEST  # noqa: E402
 X_KINDS = ("smallint", "relu", "constant")
 RTOL_OVERLAP = 1e-6  # of max |value| of an output, f32 fixtures with overlapping windows
 LOW_PRECISION_ULPS = 4  # bf16/f16 outputs compared with each other, no reference
@@ -64,11 +60,7 @@ NUMPY_DTYPES = {
 }
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _kernel_registered():
-    from pool3d_pass.bindings import cpu
-
-    cpu.register()
+pytestmark = pytest.mark.usefixtures("cpu_kernels")
 
 
 def _element_types(entry) -> set[str]:

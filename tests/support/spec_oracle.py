@@ -44,7 +44,7 @@ Everything else in the program (including JAX's explicit-pad form, whose -inf
 padding IS real data for the op) runs unchanged. The only assumption about
 XLA:CPU is that it evaluates a select_and_scatter WITHOUT attribute padding
 as the spec says; ``select_and_scatter_reference`` (pure numpy, independent
-of XLA and of the pass) checks that in tests/test_spec_oracle.py.
+of XLA and of the pass) checks that in tests/numerics/test_spec_oracle.py.
 
 ``spec_outputs`` is imported by other test modules (CLI fuzzing): keep the
 name and signature.

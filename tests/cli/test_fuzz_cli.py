@@ -1,6 +1,6 @@
 """Seeded fuzzing of `pool3d-opt`: every input gives output or one error line, never a crash.
 
-A fixed draw (tests/cli_fuzz.py, seed `SEED`) of ~300 inputs built from the lit
+A fixed draw (tests/support/cli_fuzz.py, seed `SEED`) of ~300 inputs built from the lit
 tests, the fixtures and generated max-pool gradients: syntactic mutations,
 semantic mutations of the select and scatter regions and of the attributes
 and element types, and crash-class inputs (nesting at and past the limit,
@@ -17,7 +17,7 @@ only place a signal can be seen.
 For every input the pass rewrote (`--stats`: rewritten > 0) whose program is
 runnable exactly (generated gradients and the simple fixtures), the rewritten
 program's results on tie-heavy inputs equal the spec's results for the input
-program (tests/spec_oracle.py), bit for bit (integer-valued data: every sum is
+program (tests/support/spec_oracle.py), bit for bit (integer-valued data: every sum is
 exact in every element type).
 
 The >= 500-input subprocess run is scripts/fuzz_cli.py.
@@ -53,11 +53,7 @@ CRASH_CASES.append(cf.Case("subprocess/name_location_at_limit", cf.name_location
 FAMILIES = ("smallint", "signed_zeros", "constant")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _kernel_registered():
-    from pool3d_pass.bindings import cpu
-
-    cpu.register()
+pytestmark = pytest.mark.usefixtures("cpu_kernels")
 
 
 def tie_heavy_args(text: str, family: str, seed: int) -> list[np.ndarray]:

@@ -1,6 +1,6 @@
 """Kernels are registered on `import pool3d_pass`, so compiled pool3d programs run in any process that imported it.
 
-Each step runs in a fresh process (tests/kernel_registration_cases.py):
+Each step runs in a fresh process (tests/support/kernel_registration_cases.py):
 * `import pool3d_pass` registers the CPU handlers without importing jax;
 * an executable compiled under `enable()` and serialized
   (`jax.experimental.serialize_executable`) runs after `deserialize_and_load`
@@ -17,9 +17,10 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
-CASES = Path(__file__).resolve().parent / "kernel_registration_cases.py"
+from corpus import SUPPORT  # noqa: E402
+
+CASES = SUPPORT / "kernel_registration_cases.py"
 ENVIRONMENT = dict(os.environ, JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="1")
 
 

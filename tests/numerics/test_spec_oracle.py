@@ -1,4 +1,4 @@
-"""The spec oracle (tests/spec_oracle.py) checked against an independent numpy reference.
+"""The spec oracle (tests/support/spec_oracle.py) checked against an independent numpy reference.
 
 Each case is one attribute-padded ``select_and_scatter`` (GE/add), the form
 TensorFlow, torch-xla and JAX on TPU emit, on tie-heavy inputs (small

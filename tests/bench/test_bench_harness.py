@@ -13,14 +13,15 @@ from __future__ import annotations
 import json
 import sys
 from functools import partial
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-BENCH = Path(__file__).resolve().parents[1] / "bench"
+from corpus import ROOT  # noqa: E402
+
+BENCH = ROOT / "bench"
 sys.path.insert(0, str(BENCH))
 
 import cases  # noqa: E402

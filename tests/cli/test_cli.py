@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 from pool3d_pass.bindings import registry
 from pool3d_pass.bindings.registry import Binding, contract_preconditions
 from pool3d_pass.cli.pool3d_opt import main
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "maxpool3d_grad.mlir"
+from corpus import EXAMPLE  # noqa: E402
 
 
 def test_failing_binding_gives_one_line_and_no_output_file(monkeypatch, tmp_path, capsys):

@@ -7,20 +7,17 @@ select_and_scatter a correct pass leaves alone) and ``forward_in_program``
 (the program computes the forward max pool itself, so the pass reuses it:
 ``forward_inserted == 0``; torch-xla writes that forward as
 ``pad(-inf) + reduce_window`` and the gradient with attribute padding).
-Numerics of the same fixtures against the spec oracle: tests/test_numerics_fixtures.py.
+Numerics of the same fixtures against the spec oracle: tests/numerics/test_numerics_fixtures.py.
 """
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 
 import pytest
 
 import pool3d_pass
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
-MANIFEST = json.loads((FIXTURES / "manifest.json").read_text())
+from corpus import FIXTURES, MANIFEST  # noqa: E402
 FRONTEND_SOURCES = {"tensorflow": ("tensorflow", "keras"), "torch-xla": ("torch-xla",)}
 ENTRIES = [e for e in MANIFEST["fixtures"] if e["source"] in {s for v in FRONTEND_SOURCES.values() for s in v}]
 TARGET = "pool3d.max_pooling_3d_backward"

@@ -28,18 +28,7 @@ import pool3d_pass
 from pool3d_pass.integration import module_rewrite, routing
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _cpu_kernel():
-    from pool3d_pass.bindings import cpu
-
-    cpu.register()
-
-
-@pytest.fixture(autouse=True)
-def _switch_off():
-    pool3d_pass.disable()
-    yield
-    pool3d_pass.disable()
+pytestmark = pytest.mark.usefixtures("cpu_kernels", "switch_off")
 
 
 @pytest.fixture

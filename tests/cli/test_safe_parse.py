@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 
 import pytest
 
@@ -11,7 +10,7 @@ import cli_fuzz as cf
 from pool3d_pass import rewrite_text, safe_parse
 from pool3d_pass.safe_parse import InputLimitError, check_text
 
-ROOT = Path(__file__).resolve().parents[1]
+from corpus import ROOT  # noqa: E402
 LIMIT = safe_parse.MAX_NESTING
 REAL = sorted(ROOT.glob("tests/fixtures/*.mlir")) + sorted(ROOT.glob("lit_tests/**/*.mlir")) + sorted(
     ROOT.glob("examples/*.mlir"))

@@ -1,6 +1,6 @@
 """Max-pool gradients inside `jax.shard_map` are rewritten, per shard, with jax.jit's results.
 
-The cases (tests/shard_map_cases.py) run in child processes with 4 and 8 host
+The cases (tests/support/shard_map_cases.py) run in child processes with 4 and 8 host
 CPU devices: a fully manual body, a partially manual one (`axis_names=` a
 subset of the mesh: JAX wraps its values in open sharding constraints), a
 `jax.jit` inside the body, a shard_map inside a jitted function with sharded
@@ -16,11 +16,12 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-CASES_SCRIPT = Path(__file__).resolve().parent / "shard_map_cases.py"
+from corpus import SUPPORT  # noqa: E402
+
+CASES_SCRIPT = SUPPORT / "shard_map_cases.py"
 LAYER_ONE = {"forward": 1, "backward_from_indices": 1}
 LAYER_TWO = {"forward": 2, "backward_from_indices": 2}
 EXPECTED_CALLS = {

@@ -5,24 +5,19 @@ that the manifest and the files agree: every entry has its file, every file is
 listed, each module parses and verifies in a context with the StableHLO
 dialect, its ``stablehlo.select_and_scatter`` count and ``main`` signature
 match the manifest, and each module compiles and runs on XLA:CPU with random
-inputs (through ``tests/xla_runner.py``), giving results of the recorded shapes.
+inputs (through ``tests/support/xla_runner.py``), giving results of the recorded shapes.
 """
 
 from __future__ import annotations
 
-import json
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from xla_runner import MLIR_TO_NUMPY, run_stablehlo  # noqa: E402
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
-MANIFEST = json.loads((FIXTURES / "manifest.json").read_text())
-ENTRIES = MANIFEST["fixtures"]
+from corpus import ENTRIES, FIXTURES, MANIFEST  # noqa: E402
 IDS = [e["name"] for e in ENTRIES]
 
 

@@ -1,7 +1,7 @@
 """Compiling many shapes under `enable()` grows live memory no more than plain jax.jit does, and
 `jax.clear_caches()` gives it back.
 
-Both modes run at once in child processes (tests/memory_cases.py), compiling
+Both modes run at once in child processes (tests/support/memory_cases.py), compiling
 a max-pool gradient for SHAPES distinct batch sizes (a service, or a loop over
 variable-size volumes). What pool3d_pass keeps per shape is a lowering's text
 in a bounded cache (rewriting/splice.py), which `jax.clear_caches()` empties.
@@ -13,9 +13,10 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
-CASES = Path(__file__).resolve().parent / "memory_cases.py"
+from corpus import SUPPORT  # noqa: E402
+
+CASES = SUPPORT / "memory_cases.py"
 SHAPES = 200
 ALLOWED_GROWTH = 1.25  # x plain jax.jit's growth
 SLACK_MB = 32  # allocator noise on what clear_caches leaves behind

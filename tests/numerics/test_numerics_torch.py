@@ -11,7 +11,7 @@ The inputs are a random permutation of distinct values, so no window has a
 tie: torch's tie rule (and its NaN handling) need not match the contract's
 "first maximal element in row-major order". Without overlapping windows
 (stride >= kernel) the results must be bit-exact; with overlap, equal up to the
-rounding of the summation order (``reference.summation_tolerance``, with the
+rounding of the summation order (``contract_numpy.summation_tolerance``, with the
 per-element contribution count taken from torch's own indices).
 
 Needs torch: ``.venv/bin/pip install torch==2.13.0`` (the ``torch`` extra of
@@ -38,7 +38,7 @@ from jax import lax  # noqa: E402
 
 import pool3d_pass  # noqa: E402
 from pool3d_pass.contract import pooled_extent  # noqa: E402
-from reference import (  # noqa: E402
+from contract_numpy import (  # noqa: E402
     assert_bit_exact,
     assert_within,
     eps_of,
@@ -54,11 +54,7 @@ STRATEGIES = ("recompute", "indices")
 GRADIENT_CALL = {"recompute": TARGET, "indices": "pool3d.max_pooling_3d_backward_from_input"}
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _kernel_registered():
-    from pool3d_pass.bindings import cpu
-
-    cpu.register()
+pytestmark = pytest.mark.usefixtures("cpu_kernels")
 
 
 def _out(n, k, s, p):
@@ -111,7 +107,7 @@ def torch_configs(draw):
     spatial = tuple(draw(st.integers(max(1, ki - 2 * pi), max(1, ki - 2 * pi) + 6)) for ki, pi in zip(k, p))
     shape = (draw(st.integers(1, 2)), draw(st.integers(1, 3)), *spatial)
     # A window like (2, 1, 2) with stride 1 in H is a known missed rewrite
-    # (reference.parallel_gap, strict xfail in test_numerics_hypothesis.py).
+    # (contract_numpy.parallel_gap, strict xfail in test_numerics_hypothesis.py).
     assume(not parallel_gap((1, 1, *k), (1, 1, *s), ((0, 0), (0, 0), *((pi, pi) for pi in p))))
     return shape, k, s, p
 

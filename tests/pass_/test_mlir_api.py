@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import importlib.metadata
 import re
-from pathlib import Path
 
 import pytest
 
 from pool3d_pass import ir_context, jax_compat
 
-PYPROJECT = Path(__file__).resolve().parent.parent / "pyproject.toml"
+from corpus import ROOT  # noqa: E402
+
+PYPROJECT = ROOT / "pyproject.toml"
 
 
 def test_installed_jax_and_jaxlib_are_in_the_supported_range():

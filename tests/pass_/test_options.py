@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 from jaxlib.mlir import passmanager
@@ -11,7 +10,9 @@ import pool3d_pass
 from pool3d_pass.ir_context import make_context
 from pool3d_pass.options import NEUTRAL, PassOptions
 
-EXAMPLE = (Path(__file__).resolve().parents[1] / "examples" / "maxpool3d_grad.mlir").read_text()  # TODO(tests move)
+from corpus import EXAMPLE as EXAMPLE_FILE  # noqa: E402
+
+EXAMPLE = EXAMPLE_FILE.read_text()
 UNKNOWN = "unknown strategy 'fastest'; expected one of auto, recompute, indices"
 
 

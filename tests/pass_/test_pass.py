@@ -7,8 +7,6 @@ Numerics of the same fixtures are checked in test_numerics_fixtures.py.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 
 import pytest
 from jaxlib.mlir import ir, passmanager
@@ -17,8 +15,7 @@ import pool3d_pass
 from pool3d_pass.contract import TARGET_NAME
 from pool3d_pass.ir_context import make_context
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
-ENTRIES = json.loads((FIXTURES / "manifest.json").read_text())["fixtures"]
+from corpus import ENTRIES, FIXTURES  # noqa: E402
 POSITIVE = [e for e in ENTRIES if e["expected_pool_gradients"] > 0]
 NEGATIVE = [e for e in ENTRIES if e["expected_pool_gradients"] == 0]
 

@@ -2,7 +2,7 @@
 
 Run on a Neuron host, after `pip install -e '.[test,neuron]'`:
 
-    .venv/bin/python -m pytest tests/test_neuron_device.py -v
+    .venv/bin/python -m pytest tests/kernels/test_neuron_device.py -v
 
 Each configuration compiles the same max-pool gradient twice for the neuron
 platform, with plain `jax.jit` (select_and_scatter, compiled by neuronx-cc)
@@ -29,7 +29,7 @@ if _missing:
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 from jax import lax  # noqa: E402
-from reference import max_pool_grad_reference  # noqa: E402
+from contract_numpy import max_pool_grad_reference  # noqa: E402
 
 import pool3d_pass  # noqa: E402
 

@@ -8,11 +8,11 @@ lowers ``jax.vjp`` of ``lax.reduce_window(x, -inf, max, ...)`` with JAX on CPU,
 rewrites the text with ``pool3d_pass.rewrite_text`` under each strategy
 (recompute: the backward call; indices: the fused from-input call), runs both modules on
 XLA:CPU and compares them with each other and with the float64 reference of
-the contract (tests/reference.py):
+the contract (tests/support/contract_numpy.py):
 
 * f32, no overlap (stride >= window): bit-exact, and equal to the reference.
 * f32, overlap: equal up to the rounding of the summation order (bound in
-  ``reference.summation_tolerance``, never looser than 1e-6 of the magnitude).
+  ``contract_numpy.summation_tolerance``, never looser than 1e-6 of the magnitude).
 * bf16/f16: no overlap bit-exact; with overlap the rewritten program (f32
   accumulation, one rounding) is within half an ulp of the float64 reference
   and no worse than XLA (which accumulates in the element type), up to the f32
@@ -47,7 +47,7 @@ from hypothesis import strategies as st
 from jax import lax
 
 import pool3d_pass
-from reference import (
+from contract_numpy import (
     assert_bit_exact,
     assert_within,
     check_pool_gradient,
@@ -69,11 +69,7 @@ GRADIENT_CALL = {"recompute": TARGET, "indices": "pool3d.max_pooling_3d_backward
 F32, BF16, F16 = np.dtype(np.float32), np.dtype(ml_dtypes.bfloat16), np.dtype(np.float16)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _kernel_registered():
-    from pool3d_pass.bindings import cpu
-
-    cpu.register()
+pytestmark = pytest.mark.usefixtures("cpu_kernels")
 
 
 # --------------------------------------------------------------------------
@@ -229,7 +225,7 @@ def rewrite(cfg: Config, text: str, strategy: str = "recompute") -> str:
         assert reasons and all("in padding" in r for r in reasons), reasons
         assert "custom_call" not in new_text
     elif parallel_gap(cfg.window, cfg.strides, cfg.padding) and report.rewritten == 0:
-        # pooled dimensions spread over more than three: refused (see reference.parallel_gap)
+        # pooled dimensions spread over more than three: refused (see contract_numpy.parallel_gap)
         reasons = [m.reason for m in report.missed]
         assert reasons and all("not contiguous" in r for r in reasons), reasons
         assert "custom_call" not in new_text

@@ -8,8 +8,6 @@ Neuron SDK skip where it is missing, and say so.
 from __future__ import annotations
 
 import importlib.util
-import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,8 +19,8 @@ from pool3d_pass.bindings.neuron import NeuronPackagesMissing, missing_packages
 from pool3d_pass.bindings.registry import Binding, CallSignature, contract_preconditions
 from pool3d_pass.contract import TARGETS
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
-ENTRIES = {e["name"]: e for e in json.loads((FIXTURES / "manifest.json").read_text())["fixtures"]}
+from corpus import BY_NAME as ENTRIES  # noqa: E402
+from corpus import FIXTURES  # noqa: E402
 SPLICED = ["jax_ncdhw_k3s2_p1_f32", "jax_ndhwc_k2s2_valid_bf16", "jax_ncdhw_k2s2_same_even_f32", "flax_linen_cnn3d_grad_params_and_input_f32"]
 
 
@@ -44,11 +42,7 @@ def assert_same_results(original: str, rewritten: str, entry) -> None:
         np.testing.assert_allclose(np.asarray(after, np.float64), np.asarray(before, np.float64), rtol=1e-6, atol=1e-6)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def cpu_kernel():
-    from pool3d_pass.bindings.cpu import register
-
-    register()
+pytestmark = pytest.mark.usefixtures("cpu_kernels")
 
 
 def test_bindings_follow_the_platform():
