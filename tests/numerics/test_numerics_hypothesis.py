@@ -61,11 +61,9 @@ from contract_numpy import (
 )
 from xla_runner import run_stablehlo
 
-TARGET = "pool3d.max_pooling_3d_backward"
-# Each gradient is a bare gradient (vjp of the pool): recompute gives the
-# backward call (and an inserted forward), indices the fused call.
-STRATEGIES = ("recompute", "indices")
-GRADIENT_CALL = {"recompute": TARGET, "indices": "pool3d.max_pooling_3d_backward_from_input"}
+# Each gradient is a bare gradient (vjp of the pool).
+from corpus import BARE_GRADIENT_CALL as GRADIENT_CALL  # noqa: E402
+from corpus import BARE_GRADIENT_STRATEGIES as STRATEGIES  # noqa: E402
 F32, BF16, F16 = np.dtype(np.float32), np.dtype(ml_dtypes.bfloat16), np.dtype(np.float16)
 
 

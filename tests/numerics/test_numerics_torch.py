@@ -48,10 +48,8 @@ from contract_numpy import (  # noqa: E402
 )
 from xla_runner import run_stablehlo  # noqa: E402
 
-TARGET = "pool3d.max_pooling_3d_backward"
-# vjp of a pool (a bare gradient): recompute gives the backward call, indices the fused call.
-STRATEGIES = ("recompute", "indices")
-GRADIENT_CALL = {"recompute": TARGET, "indices": "pool3d.max_pooling_3d_backward_from_input"}
+from corpus import BARE_GRADIENT_CALL as GRADIENT_CALL  # noqa: E402  (vjp of a pool: a bare gradient)
+from corpus import BARE_GRADIENT_STRATEGIES as STRATEGIES  # noqa: E402
 
 
 pytestmark = pytest.mark.usefixtures("cpu_kernels")
