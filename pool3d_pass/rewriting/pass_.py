@@ -66,7 +66,6 @@ class _PassRun:
 
     def __init__(self, options: PassOptions, binding: Binding | None):
         self.options = options
-        self.filename = options.filename
         self.binding = binding  # the target's, resolved once per pass (None: neutral, or no binding)
         self.emit = emit.for_run(options, binding)
         self.chooser = StrategyChooser(options, binding)
@@ -91,12 +90,12 @@ class _PassRun:
             forward = find_forward(match)
             plan = self.chooser.plan(match, has_forward=forward is not None)
         except NoMatch as reason:
-            self.report.add(Miss(u.format_location(op.location, self.filename), str(reason)))
+            self.report.add(Miss(u.format_location(op.location, self.options.filename), str(reason)))
             return _NO_MATCH
 
         grad_input = self.build(match, forward, plan)
         self.report.rewritten += 1
-        self.report.add(Rewrite(u.format_location(op.location, self.filename), _describe(match, plan, forward)))
+        self.report.add(Rewrite(u.format_location(op.location, self.options.filename), _describe(match, plan, forward)))
 
         padding_chain = _padding_chain(op, match)
         if match.slice is not None:
@@ -140,7 +139,7 @@ class _PassRun:
         call = read_neutral_call(op)
         if call is None:
             return _NO_MATCH
-        location = u.format_location(op.location, self.filename)
+        location = u.format_location(op.location, self.options.filename)
         target = self.options.target
         if self.binding is None:
             reason = f"no pool3d binding for platform '{target}'"
