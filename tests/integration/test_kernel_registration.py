@@ -35,8 +35,9 @@ def _run(*arguments: str) -> dict | None:
 def test_import_registers_the_kernels_without_importing_jax():
     code = ("import sys, pool3d_pass; from pool3d_pass.bindings.cpu import registration; "
             "print(registration.is_registered(), 'jax' in sys.modules, pool3d_pass.KERNEL_REGISTRATION_FAILURES)")
+    # cwd: not the work tree, whose pool3d_pass may hold another venv's build
     completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                               env=ENVIRONMENT)
+                               env=ENVIRONMENT, cwd=CASES.parent)
     assert completed.returncode == 0, completed.stderr[-2000:]
     assert completed.stdout.split(None, 2) == ["True", "False", "{}\n"], completed.stdout
 
