@@ -40,7 +40,14 @@ import numpy as np
 import pytest
 
 import pool3d_pass
-from contract_numpy import assert_bit_exact, assert_within, check_pool_gradient, max_pool_grad_reference, ulp
+from contract_numpy import (
+    assert_bit_exact,
+    assert_within,
+    check_pool_gradient,
+    max_pool_grad_reference,
+    output_shape,
+    ulp,
+)
 from spec_oracle import spec_text
 from xla_runner import run_stablehlo
 
@@ -106,23 +113,19 @@ def _reference_recipe(entry):
     window, strides, padding = _window(entry)
 
     def forward_max(x):
-        g0 = np.zeros(_out_shape(x.shape, window, strides, padding))
+        g0 = np.zeros(output_shape(x.shape, window, strides, padding))
         return max_pool_grad_reference(x, g0, window, strides, padding).y.astype(x.dtype)
 
     if desc.startswith("grad(sum(pool(x)**2))"):
         # d/dy sum(y**2) = 2*y, exact in the element type (y is an input value).
         return lambda args, results: (args[0], (2 * forward_max(args[0]).astype(np.float64)).astype(args[0].dtype), results[0])
     if desc.startswith("grad(sum(pool(x)))"):
-        return lambda args, results: (args[0], np.ones(_out_shape(args[0].shape, window, strides, padding), args[0].dtype), results[0])
+        return lambda args, results: (args[0], np.ones(output_shape(args[0].shape, window, strides, padding), args[0].dtype), results[0])
     if desc.startswith("jax.vjp(pool, x), return only vjp_fn(g)"):
         return lambda args, results: (args[0], args[1], results[0])
     if desc.startswith("jax.vjp(pool, x), return (y, vjp_fn(g))"):
         return lambda args, results: (args[0], args[1], results[1])
     return None
-
-
-def _out_shape(shape, window, strides, padding):
-    return tuple((n + lo + hi - k) // s + 1 for n, k, s, (lo, hi) in zip(shape, window, strides, padding))
 
 
 def make_args(entry, kind: str, seed: int) -> list[np.ndarray]:

@@ -11,7 +11,9 @@ import importlib.util
 
 import numpy as np
 import pytest
-from xla_runner import MLIR_TO_NUMPY, run_stablehlo
+from corpus import BY_NAME as ENTRIES
+from corpus import fixture_text, tie_heavy_inputs
+from xla_runner import run_stablehlo
 
 import pool3d_pass
 from pool3d_pass.bindings import registry
@@ -19,21 +21,7 @@ from pool3d_pass.bindings.neuron import NeuronPackagesMissing, missing_packages
 from pool3d_pass.bindings.registry import Binding, CallSignature, contract_preconditions
 from pool3d_pass.contract import TARGETS
 
-from corpus import BY_NAME as ENTRIES  # noqa: E402
-from corpus import FIXTURES  # noqa: E402
 SPLICED = ["jax_ncdhw_k3s2_p1_f32", "jax_ndhwc_k2s2_valid_bf16", "jax_ncdhw_k2s2_same_even_f32", "flax_linen_cnn3d_grad_params_and_input_f32"]
-
-
-def fixture_text(name: str) -> str:
-    return (FIXTURES / ENTRIES[name]["file"]).read_text()
-
-
-def tie_heavy_inputs(entry, seed=0):
-    rng = np.random.default_rng(seed)
-    return [
-        rng.integers(-3, 4, a["shape"]).astype(MLIR_TO_NUMPY["bf16"] if a["dtype"] == "bfloat16" else a["dtype"])
-        for a in entry["args"]
-    ]
 
 
 def assert_same_results(original: str, rewritten: str, entry) -> None:

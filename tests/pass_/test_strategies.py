@@ -15,9 +15,10 @@
 from __future__ import annotations
 
 
-import ml_dtypes
 import numpy as np
 import pytest
+from corpus import BY_NAME as ENTRIES
+from corpus import fixture_text, tie_heavy_inputs
 from spec_oracle import spec_outputs
 from xla_runner import run_stablehlo
 
@@ -26,10 +27,7 @@ from pool3d_pass.bindings import registry
 from pool3d_pass.bindings.registry import Binding, contract_preconditions
 from pool3d_pass.contract import TARGETS
 
-from corpus import BY_NAME as ENTRIES  # noqa: E402
-from corpus import FIXTURES  # noqa: E402
 POSITIVE = sorted(name for name, e in ENTRIES.items() if not e["negative"])
-NUMPY = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16, "float64": np.float64}
 # A training step (forward + gradient), a bare gradient, a returned primal,
 # explicit and attribute padding, asymmetric padding, NDHWC bf16, 2-D, rank 6,
 # two pools, and torch-xla's pad + reduce_window forward.
@@ -45,15 +43,6 @@ NUMERICS = [
     "tf_max_pool3d_ndhwc_k3s2_same_odd7_f32",
     "txla_conv3d_maxpool3d_train_step_f32",
 ]
-
-
-def fixture_text(name: str) -> str:
-    return (FIXTURES / ENTRIES[name]["file"]).read_text()
-
-
-def tie_heavy_inputs(entry, seed=0):
-    rng = np.random.default_rng(seed)
-    return [rng.integers(-3, 4, a["shape"]).astype(NUMPY[a["dtype"]]) for a in entry["args"]]
 
 
 def calls_in(text: str) -> dict[str, int]:
