@@ -79,7 +79,7 @@ typedef uint64_t VU64 __attribute__((vector_size(32)));
 
 // Whether any lane of v is non-zero: an OR of its four 64-bit quarters.
 template <class V>
-static inline __attribute__((always_inline)) bool AnyLane(V v) {
+static inline __attribute__((always_inline)) bool AnyLane(const V& v) {
   const VU64 q = (VU64)v;
   return ((q[0] | q[1]) | (q[2] | q[3])) != 0;
 }
