@@ -47,11 +47,13 @@ class Call:
 
 # Call kinds. `backward` is the NKI kernel's signature (recompute the selection
 # from input and output); `forward` and `backward_from_indices` are the layer
-# pair (MPSGraph's, PyTorch's); `backward_from_input` is the bare gradient, fused.
+# pair (MPSGraph's, PyTorch's); `backward_from_input` is the bare gradient, fused;
+# `forward_output` is the forward of a program without the gradient (inference): y only.
 BACKWARD = "backward"
 FORWARD = "forward"
 BACKWARD_FROM_INDICES = "backward_from_indices"
 BACKWARD_FROM_INPUT = "backward_from_input"
+FORWARD_OUTPUT = "forward_output"
 # The one table of the calls: a new call is one row here (and docs/contract.md).
 CALLS = {
     BACKWARD: Call("pool3d.max_pooling_3d_backward", ("grad_output", "input", "output"), ("grad_input",)),
@@ -60,6 +62,7 @@ CALLS = {
         "pool3d.max_pooling_3d_backward_from_indices", ("grad_output", "indices"), ("grad_input",)
     ),
     BACKWARD_FROM_INPUT: Call("pool3d.max_pooling_3d_backward_from_input", ("grad_output", "input"), ("grad_input",)),
+    FORWARD_OUTPUT: Call("pool3d.max_pooling_3d_forward_output", ("input",), ("output",)),
 }
 TARGETS = {kind: call.target for kind, call in CALLS.items()}
 TARGET_NAME = TARGETS[BACKWARD]
