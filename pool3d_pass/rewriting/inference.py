@@ -1,9 +1,9 @@
 """Forward max pools left without a gradient (inference) become the forward-output call.
 
-After the gradient patterns ran, a forward max pool still in the program has
-no gradient the indices strategy served (an inference program, a forward
-whose gradient lives in another function, a forward the recompute strategy
-reads). Where the platform's binding implements `forward_output` and accepts
+After the gradient patterns ran, a forward max pool still in the program
+that no backward call reads (the pass remembers those the recompute strategy
+reused or inserted) has no gradient here: an inference program, or a forward
+whose gradient lives in another function. Where the platform's binding implements `forward_output` and accepts
 the configuration (a binding refuses those where XLA's own reduce_window was
 measured faster), the reduce_window is replaced by the call, whose `output`
 is bit-identical to it; the others stay, with a remark. Neutral output never

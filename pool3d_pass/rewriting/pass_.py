@@ -83,6 +83,7 @@ class _PassRun:
         self.pending_folds: list[tuple[ir.OpView, ir.OpView | None]] = []
         self.saved_forwards: dict[ir.Operation, SavedForward] = {}
         self.forwards_alone: list[ir.Operation] = []  # reduce_windows the forward-output call replaced
+        self.read_by_gradients: set[int] = set()  # (hashes of) forward reduce_windows a backward call reads
 
     def patterns(self) -> mlir_rewrite.FrozenRewritePatternSet:
         patterns = mlir_rewrite.RewritePatternSet()
@@ -134,7 +135,7 @@ class _PassRun:
         return patterns.freeze()
 
     def rewrite_forward_alone(self, op: ir.OpView, rewriter) -> bool:
-        if not is_max_pool(op):
+        if hash(op.operation) in self.read_by_gradients or not is_max_pool(op):
             return _NO_MATCH
         location = u.format_location(op.location, self.options.filename)
         try:
@@ -171,7 +172,9 @@ class _PassRun:
             self.report.forward_inserted += 1
         else:
             self.report.forward_reused += 1
-        return build_recompute(match, None if forward is None else forward.results[0], self.emit)
+        grad_input, read = build_recompute(match, None if forward is None else forward.results[0], self.emit)
+        self.read_by_gradients.add(hash(u.defining_op(read).operation))  # a gradient's forward: not "alone"
+        return grad_input
 
     def erase_replaced_forwards(self) -> None:
         """The forwards the forward call replaced, now without uses, and what only they used."""

@@ -37,8 +37,9 @@ def _forward_max_pool(match: PoolGradient, init: ir.Value) -> ir.Value:
     return pool.results[0]
 
 
-def build_recompute(match: PoolGradient, forward_output: ir.Value | None, emit: Emit) -> ir.Value:
-    """Insert the backward call for `match` before its op; return the gradient w.r.t. the unpadded input."""
+def build_recompute(match: PoolGradient, forward_output: ir.Value | None, emit: Emit) -> tuple[ir.Value, ir.Value]:
+    """Insert the backward call for `match` before its op; return the gradient w.r.t. the unpadded
+    input, and the forward max pool's output the call reads (`forward_output`, or the one inserted)."""
     geometry = match.geometry
     with ir.InsertionPoint(match.op.operation), match.op.location:
         neg_inf = match.pad.operands[1] if match.pad is not None else None
@@ -53,4 +54,4 @@ def build_recompute(match: PoolGradient, forward_output: ir.Value | None, emit: 
             kv.reshape(forward_output, geometry.output_shape),
         ]
         (grad5,) = emit(BACKWARD, operands, [operands[1].type], **kv.call_attributes(match))
-        return kv.unfold_gradient(match, grad5)
+        return kv.unfold_gradient(match, grad5), forward_output
