@@ -60,6 +60,8 @@ class StrategyChooser:
             self.strategy = RECOMPUTE
         else:
             self.strategy = binding.preferred_strategy(partitioned=mesh is not None)
+        # An opt-in binding (bindings/gpu/binding.py) rewrites nothing under auto.
+        self.auto_refusal = getattr(binding, "auto_refusal", None) if requested == AUTO else None
 
     def refusal(self, call: str, match: PoolGradient) -> str | None:
         """Why `call` cannot be emitted for `match` (None: it can)."""
@@ -72,6 +74,8 @@ class StrategyChooser:
 
     def plan(self, match: PoolGradient, *, has_forward: bool) -> Plan:
         """The replacement of `match`, or NoMatch naming why nothing can replace it."""
+        if self.auto_refusal is not None:
+            raise NoMatch(f"{self.target} binding: {self.auto_refusal}")
         note = None
         if self.strategy == INDICES:
             refusals = {call: self.refusal(call, match) for call in (FORWARD, BACKWARD_FROM_INDICES, BACKWARD_FROM_INPUT)}
