@@ -37,6 +37,9 @@ BLOCK = 512  # elements per program (power of 2, as Triton requires)
 NUM_WARPS = 4
 NUM_STAGES = 1
 UNROLL_LIMIT = 64  # taps (or covering windows) unrolled; more run in a loop
+# Interpret mode loops always: the same body, but XLA:CPU compiles a loop several
+# times faster than 27 unrolled gathers (tests/test_gpu_kernels.py checks both).
+INTERPRET_UNROLL_LIMIT = 0
 MAX_GRID_X = 2**31 - 1  # CUDA's limit on gridDim.x
 INT32_LIMIT = 2**31 - 1
 
@@ -138,9 +141,9 @@ def _block_positions(size: int, itype):
     return pl.ds(start, BLOCK), flat, flat < size
 
 
-def _taps_loop(count: int, body, carry):
+def _taps_loop(count: int, body, carry, unroll_limit: int):
     """body(t, carry) for t in range(count): unrolled when short, else a loop."""
-    if count <= UNROLL_LIMIT:
+    if count <= unroll_limit:
         for t in range(count):
             carry = body(t, carry)
         return carry
@@ -156,7 +159,7 @@ def _unravel(t, sizes):
 # --- the window kernel: forward maxima, indices, or the selection of a given y ---
 
 
-def _window_kernel(*refs, g: Geometry, given_y: bool, store_y: bool, store_index: bool):
+def _window_kernel(*refs, g: Geometry, given_y: bool, store_y: bool, store_index: bool, unroll_limit: int):
     refs = list(refs)
     x_ref = refs.pop(0)
     y_in_ref = refs.pop(0) if given_y else None
@@ -197,7 +200,7 @@ def _window_kernel(*refs, g: Geometry, given_y: bool, store_y: bool, store_index
         return best, index
 
     init = (jnp.full((BLOCK,), -jnp.inf, jnp.float32), jnp.full((BLOCK,), -1, jnp.int32))
-    best, index = _taps_loop(g.taps, tap, init)
+    best, index = _taps_loop(g.taps, tap, init, unroll_limit)
     if store_y:
         plgpu.store(y_ref.at[block], best.astype(y_ref.dtype), mask=live)
     if store_index:
@@ -207,7 +210,7 @@ def _window_kernel(*refs, g: Geometry, given_y: bool, store_y: bool, store_index
 # --- the gather kernel: the gradient from indices ----------------------------
 
 
-def _gather_kernel(g_ref, index_ref, dx_ref, *, g: Geometry):
+def _gather_kernel(g_ref, index_ref, dx_ref, *, g: Geometry, unroll_limit: int):
     itype = g.index_dtype
     block, flat, live = _block_positions(g.in_size, itype)
     n, c, d, h, w = _decode(flat, g.data_format, g.channels, g.in_spatial)
@@ -230,11 +233,18 @@ def _gather_kernel(g_ref, index_ref, dx_ref, *, g: Geometry):
         grad = plgpu.load(g_ref.at[at], mask=hit, other=0).astype(jnp.float32)
         return acc + jnp.where(hit, grad, 0.0)
 
-    acc = _taps_loop(math.prod(g.covering), window, jnp.zeros((BLOCK,), jnp.float32))
+    acc = _taps_loop(math.prod(g.covering), window, jnp.zeros((BLOCK,), jnp.float32), unroll_limit)
+    # The sum started at +0, so a zero sum is +0 (IEEE); said explicitly, since
+    # XLA folds the first `+0 + x` to `x` in interpret mode (x = -0 stays -0).
+    acc = jnp.where(acc == 0, 0.0, acc)
     plgpu.store(dx_ref.at[block], acc.astype(dx_ref.dtype), mask=live)
 
 
 # --- launching ---------------------------------------------------------------
+
+
+def _unroll_limit(interpret: bool) -> int:
+    return INTERPRET_UNROLL_LIMIT if interpret else UNROLL_LIMIT
 
 
 def _compiler_params():
@@ -263,7 +273,8 @@ def window(x_flat, y_flat, g: Geometry, *, store_y: bool, store_index: bool, int
         out_shape.append(jax.ShapeDtypeStruct((g.out_size,), jnp.int16))
     operands = (x_flat,) if y_flat is None else (x_flat, y_flat)
     kernel = functools.partial(
-        _window_kernel, g=g, given_y=y_flat is not None, store_y=store_y, store_index=store_index
+        _window_kernel, g=g, given_y=y_flat is not None, store_y=store_y, store_index=store_index,
+        unroll_limit=_unroll_limit(interpret),
     )
     with _x64(g):
         results = pl.pallas_call(
@@ -281,7 +292,7 @@ def gather(g_flat, index_flat, g: Geometry, *, dtype, interpret: bool, name: str
     """Run the gather kernel: the flat gradient w.r.t. the input."""
     with _x64(g):
         return pl.pallas_call(
-            functools.partial(_gather_kernel, g=g),
+            functools.partial(_gather_kernel, g=g, unroll_limit=_unroll_limit(interpret)),
             out_shape=jax.ShapeDtypeStruct((g.in_size,), dtype),
             grid=(grid_size(g.in_size),),
             compiler_params=_compiler_params(),
