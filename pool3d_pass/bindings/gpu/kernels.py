@@ -33,7 +33,9 @@ from jax import lax
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import triton as plgpu
 
-BLOCK = 512  # elements per program (power of 2, as Triton requires)
+# Elements per program (a power of 2, as Triton requires): one per thread. With
+# 2 or 4 per thread ptxas spilled the k3 window kernels (gpu_compile_check.py).
+BLOCK = 128
 NUM_WARPS = 4
 NUM_STAGES = 1
 UNROLL_LIMIT = 64  # taps (or covering windows) unrolled; more run in a loop
