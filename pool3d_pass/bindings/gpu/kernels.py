@@ -75,7 +75,7 @@ class Geometry:
 
     @property
     def covering(self) -> tuple[int, int, int]:
-        """How many windows can cover one input element, per axis."""
+        """How many windows can cover one input element, per axis (consecutive ones)."""
         return tuple(min(-(-k // s), o) for k, s, o in zip(self.kernel_size, self.stride, self.out_spatial))
 
     @property
@@ -216,9 +216,10 @@ def _gather_kernel(g_ref, index_ref, dx_ref, *, g: Geometry, unroll_limit: int):
     itype = g.index_dtype
     block, flat, live = _block_positions(g.in_size, itype)
     n, c, d, h, w = _decode(flat, g.data_format, g.channels, g.in_spatial)
-    # The last window that can cover each element along each axis.
+    # The last window that can cover each element along each axis; the
+    # covering windows are the (at most `g.covering`) ones just before it.
     shifted = [a + p for a, p in zip((d, h, w), g.padding)]
-    last = [q // s for q, s in zip(shifted, g.stride)]
+    last = [jnp.minimum(q // s, size - 1) for q, s, size in zip(shifted, g.stride, g.out_spatial)]
     kd, kh, kw = g.kernel_size
 
     def window(j, acc):
