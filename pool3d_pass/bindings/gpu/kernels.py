@@ -101,26 +101,30 @@ def launch_refusal(geometry: Geometry) -> str | None:
 
 
 # --- flat offsets ----------------------------------------------------------
+# Every operand of a division here is non-negative: truncating division
+# (`lax.div`, `lax.rem`) is floor division, without jnp's sign fix-ups.
+
+
+def _div(a, b: int):
+    return a // b if isinstance(a, int) else lax.div(a, lax.full_like(a, b))
+
+
+def _rem(a, b: int):
+    return a % b if isinstance(a, int) else lax.rem(a, lax.full_like(a, b))
 
 
 def _decode(flat, layout: str, channels: int, spatial):
     """(n, c, d, h, w) of flat positions `flat` in a `layout` tensor."""
     d_, h_, w_ = spatial
     if layout == "NDHWC":
-        c = flat % channels
-        rest = flat // channels
-        w = rest % w_
-        rest = rest // w_
-        h = rest % h_
-        rest = rest // h_
-        return rest // d_, c, rest % d_, h, w
-    w = flat % w_
-    rest = flat // w_
-    h = rest % h_
-    rest = rest // h_
-    d = rest % d_
-    rest = rest // d_
-    return rest // channels, rest % channels, d, h, w
+        c, rest = _rem(flat, channels), _div(flat, channels)
+        w, rest = _rem(rest, w_), _div(rest, w_)
+        h, rest = _rem(rest, h_), _div(rest, h_)
+        return _div(rest, d_), c, _rem(rest, d_), h, w
+    w, rest = _rem(flat, w_), _div(flat, w_)
+    h, rest = _rem(rest, h_), _div(rest, h_)
+    d, rest = _rem(rest, d_), _div(rest, d_)
+    return _div(rest, channels), _rem(rest, channels), d, h, w
 
 
 def _encode(n, c, d, h, w, layout: str, channels: int, spatial):
@@ -155,7 +159,7 @@ def _taps_loop(count: int, body, carry, unroll_limit: int):
 def _unravel(t, sizes):
     """Row-major (a, b, c) of flat `t` over `sizes` (Python ints stay Python ints)."""
     _, b_, c_ = sizes
-    return t // (b_ * c_), (t // c_) % b_, t % c_
+    return _div(t, b_ * c_), _rem(_div(t, c_), b_), _rem(t, c_)
 
 
 # --- the window kernel: forward maxima, indices, or the selection of a given y ---
@@ -219,7 +223,7 @@ def _gather_kernel(g_ref, index_ref, dx_ref, *, g: Geometry, unroll_limit: int):
     # The last window that can cover each element along each axis; the
     # covering windows are the (at most `g.covering`) ones just before it.
     shifted = [a + p for a, p in zip((d, h, w), g.padding)]
-    last = [jnp.minimum(q // s, size - 1) for q, s, size in zip(shifted, g.stride, g.out_spatial)]
+    last = [jnp.minimum(_div(q, s), size - 1) for q, s, size in zip(shifted, g.stride, g.out_spatial)]
     kd, kh, kw = g.kernel_size
 
     def window(j, acc):
