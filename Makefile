@@ -1,42 +1,69 @@
-# Set-up and entry points. Every target installs what it needs into $(VENV).
+# Set-up and entry points. Every target installs what it needs into a local venv.
+#
+# Supported JAX: >=0.9.0,<0.13 (pyproject.toml, pool3d_pass/jax_compat.py); `make test`
+# runs both ends of it:
+# - $(VENV): the newest release, $(JAX) on Python $(PYTHON_VERSION): the full suite
+#   (torch's CPU build exists only for Python 3.11 here: its tests run in the second venv);
+# - $(VENV09): the oldest, $(JAX09) on Python 3.11 (Neuron SDK environments ship
+#   JAX 0.9.x): the pass-level tests below and the torch-oracle tests.
+# `make bench` uses $(VENV_BENCH), Python 3.11 with jax $(JAX_BENCH) and torch (the baseline).
+# Interpreters are found as a fresh machine has them (scripts/find_python.sh); name
+# one with PYTHON312=/path/to/python3.12 (likewise PYTHON311).
+PYTHON_VERSION ?= 3.12
+PYTHON312 ?= $(shell scripts/find_python.sh $(PYTHON_VERSION))
+PYTHON311 ?= $(shell scripts/find_python.sh 3.11)
+need_python = $(if $(1),,$(error no Python $(2) found: install it (e.g. pyenv install $(2)) or pass PYTHON$(subst .,,$(2))=/path/to/python$(2); scripts/find_python.sh $(2) says what was tried))
+
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check -q
 STAMP  := $(VENV)/.pool3d-installed
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-# Supported JAX: >=0.9.0,<0.11 (pyproject.toml, pool3d_pass/jax_compat.py). `make test`
-# runs the full suite on $(JAX) in $(VENV) and the pass-level tests on $(JAX09) in
-# $(VENV09) (Neuron SDK environments ship JAX 0.9.x).
-JAX      ?= 0.10.2
+JAX      ?= 0.12.0.1
 JAX09  ?= 0.9.0
 VENV09 ?= .venv-jax09
 PY09   := $(VENV09)/bin/python
 PIP09  := $(PY09) -m pip --disable-pip-version-check -q
 STAMP09 := $(VENV09)/.pool3d-installed
+JAX_BENCH  ?= 0.10.2
+VENV_BENCH ?= .venv-bench
+PY_BENCH   := $(VENV_BENCH)/bin/python
+STAMP_BENCH := $(VENV_BENCH)/.pool3d-installed
 # What the pass-level run covers: lit (below), the pass on every fixture, the CLI and
-# bindings, the CPU kernel, the JAX integration (hook, jit, sharding), end-to-end
-# numerics of the fixtures through XLA. Not: the property-based and torch/flax tests.
+# bindings, the CPU kernels, the JAX integration (hook, jit, sharding, shard_map,
+# fallback), end-to-end numerics of the fixtures through XLA; and, since torch's CPU
+# build is for Python 3.11, the torch-oracle tests. Not: the property-based and flax tests.
 PASS_TESTS := tests/test_mlir_api.py tests/test_pass.py tests/test_frontend_fixtures.py \
               tests/test_cli.py tests/test_bindings.py tests/test_cpu_kernel.py \
+              tests/test_cpu_kernel_layer.py \
               tests/test_integration.py tests/test_sharding.py tests/test_numerics_fixtures.py \
               tests/test_strategies.py tests/test_safe_parse.py \
+              tests/test_shard_map.py tests/test_compile_fallback.py tests/test_kernel_registration.py \
+              tests/test_numerics_torch.py tests/test_bench_harness.py \
               --deselect 'tests/test_sharding.py::test_output_shardings_are_kept[indices_pool_forward_and_grad_spatially_sharded]'
 # (deselected: on 0.9 XLA itself tiles that unconstrained output of the PLAIN program
 # over part of the mesh, the rewritten one is replicated; values exact. docs/jax_integration.md)
 
-.PHONY: install install-jax09 test test-jax09 pytest lit demo bench bench-quick fixtures clean
+# Installing pool3d_pass must keep the environment's JAX: $(1) the venv's python, $(2) the version.
+check_jax_kept = $(1) -c "import jax, jaxlib; assert jax.__version__ == jaxlib.__version__ == '$(2)', ('installing pool3d_pass changed JAX', jax.__version__, jaxlib.__version__)"
+
+.PHONY: install install-jax09 install-bench test test-jax09 pytest lit demo bench bench-quick fixtures clean
 
 install: $(STAMP)
 
 KERNEL_SOURCES := $(shell find pool3d_pass/bindings/cpu -name '*.cc' -o -name '*.h')
 
+# The user's way: JAX first, then pool3d_pass with pip's build isolation, so the
+# CPU kernels are compiled against the OLDEST supported jaxlib's FFI headers
+# (pyproject's build requirement) and this venv proves they load on the newest.
 $(STAMP): pyproject.toml setup.py $(KERNEL_SOURCES)
-	test -x $(PY) || python3 -m venv $(VENV)
+	$(call need_python,$(PYTHON312),$(PYTHON_VERSION))
+	test -x $(PY) || $(PYTHON312) -m venv $(VENV)
 	$(PIP) install --upgrade pip setuptools wheel
-	# jaxlib first: the CPU kernel is compiled against its XLA FFI headers.
 	$(PIP) install jax==$(JAX) jaxlib==$(JAX)
-	$(PIP) install --no-build-isolation -e '.[test]'
+	$(PIP) install -e '.[test]'
+	$(call check_jax_kept,$(PY),$(JAX))
 	touch $@
 
 install-jax09: $(STAMP09)
@@ -48,14 +75,28 @@ install-jax09: $(STAMP09)
 PACKAGE_FILES := $(shell find pool3d_pass -name '*.py' -o -name '*.cc' -o -name '*.h')
 
 $(STAMP09): pyproject.toml setup.py $(PACKAGE_FILES)
-	test -x $(PY09) || python3 -m venv $(VENV09)
+	$(call need_python,$(PYTHON311),3.11)
+	test -x $(PY09) || $(PYTHON311) -m venv $(VENV09)
 	$(PIP09) install --upgrade pip setuptools wheel
 	$(PIP09) install jax==$(JAX09) jaxlib==$(JAX09)
 	$(if $(filter-out %.py,$?),rm -rf build/jax09)
 	printf '[build]\nbuild_base = build/jax09\n' > $(VENV09)/build.cfg
-	DIST_EXTRA_CONFIG=$(abspath $(VENV09))/build.cfg $(PIP09) install --no-build-isolation '.[test-pass]'
+	DIST_EXTRA_CONFIG=$(abspath $(VENV09))/build.cfg $(PIP09) install --no-build-isolation '.[test-pass,torch]'
 	# Installing pool3d_pass must have kept this environment's JAX (as in a Neuron SDK venv).
-	$(PY09) -c "import jax, jaxlib; assert jax.__version__ == jaxlib.__version__ == '$(JAX09)', (jax.__version__, jaxlib.__version__)"
+	$(call check_jax_kept,$(PY09),$(JAX09))
+	touch $@
+
+# The benchmarks' environment: torch (the baseline) has a CPU build for Python 3.11 only.
+install-bench: $(STAMP_BENCH)
+
+$(STAMP_BENCH): pyproject.toml setup.py $(KERNEL_SOURCES)
+	$(call need_python,$(PYTHON311),3.11)
+	test -x $(PY_BENCH) || $(PYTHON311) -m venv $(VENV_BENCH)
+	$(PY_BENCH) -m pip --disable-pip-version-check -q install --upgrade pip setuptools wheel
+	$(PY_BENCH) -m pip --disable-pip-version-check -q install jax==$(JAX_BENCH) jaxlib==$(JAX_BENCH)
+	# Editable, like $(VENV): its kernel build sits in the tree beside $(VENV)'s (another ABI tag).
+	$(PY_BENCH) -m pip --disable-pip-version-check -q install -e '.[test]'
+	$(call check_jax_kept,$(PY_BENCH),$(JAX_BENCH))
 	touch $@
 
 test: pytest lit test-jax09
@@ -75,11 +116,11 @@ lit: $(STAMP)
 demo: $(STAMP)
 	$(PY) examples/demo.py
 
-bench: $(STAMP)
-	$(PY) bench/run.py
+bench: $(STAMP_BENCH)
+	$(PY_BENCH) bench/run.py
 
-bench-quick: $(STAMP)
-	$(PY) bench/run.py --quick
+bench-quick: $(STAMP_BENCH)
+	$(PY_BENCH) bench/run.py --quick
 
 fixtures: $(STAMP)
 	$(PIP) install -e '.[fixtures]'
@@ -112,6 +153,27 @@ sanitize: $(STAMP)
 	ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 \
 	$(PY) -m pytest -q -p no:cacheprovider $(SANITIZE_TESTS)
 
+# Another JAX release beside the package, installed the user's way, checked by hand:
+#   make check-jax JAX_CHECK=0.11.2 PYTHON_CHECK=3.12   (0.10.2 needs PYTHON_CHECK=3.11)
+# A fresh venv gets that JAX first, then pool3d_pass with pip's build isolation
+# (the kernels compiled against the oldest supported jaxlib's FFI headers); the
+# JAX must be kept; then scripts/check_release.py and the pass-level tests.
+JAX_CHECK    ?= 0.11.2
+PYTHON_CHECK ?= 3.12
+VENV_CHECK   := .venv-check-$(JAX_CHECK)
+.PHONY: check-jax
+check-jax:
+	rm -rf $(VENV_CHECK) build/check-$(JAX_CHECK)
+	$$(scripts/find_python.sh $(PYTHON_CHECK)) -m venv $(VENV_CHECK)
+	$(VENV_CHECK)/bin/python -m pip --disable-pip-version-check -q install --upgrade pip setuptools wheel
+	$(VENV_CHECK)/bin/python -m pip --disable-pip-version-check -q install jax==$(JAX_CHECK) jaxlib==$(JAX_CHECK)
+	printf '[build]\nbuild_base = build/check-$(JAX_CHECK)\n' > $(VENV_CHECK)/build.cfg
+	DIST_EXTRA_CONFIG=$(abspath $(VENV_CHECK))/build.cfg $(VENV_CHECK)/bin/python -m pip --disable-pip-version-check -q install '.[test-pass]'
+	$(call check_jax_kept,$(VENV_CHECK)/bin/python,$(JAX_CHECK))
+	cd /tmp && $(abspath $(VENV_CHECK))/bin/python $(abspath scripts/check_release.py)
+	PATH="$(abspath $(VENV_CHECK))/bin:$$PATH" $(VENV_CHECK)/bin/pytest -q $(filter-out tests/test_numerics_torch.py tests/test_bench_harness.py,$(PASS_TESTS))
+	PATH="$(abspath $(VENV_CHECK))/bin:$$PATH" $(VENV_CHECK)/bin/lit -s lit_tests
+
 # --- The gpu binding (docs/gpu.md) ----------------------------------------------
 # gpu-compile-check: XLA:GPU's deviceless compile for an NVIDIA H200, no GPU needed, in
 # its own venv $(GPU_VENV) (the CUDA plugin must not reach the main venvs: JAX would try
@@ -124,14 +186,15 @@ sanitize: $(STAMP)
 # JAX's CUDA plugin, with that machine's own Python ($(GPU_CHECK_PYTHON)); a CPU dry run:
 # `make gpu-check GPU_CHECK_ARGS=--platform=cpu`.
 .PHONY: gpu-compile-check gpu-check
-GPU_PYTHON       ?= $(shell pyenv root 2>/dev/null)/versions/3.12.1/bin/python3.12
-GPU_JAX          ?= 0.12.0.1
+GPU_PYTHON       ?= $(PYTHON312)
+GPU_JAX          ?= $(JAX)
 GPU_VENV         ?= .venv-gpu
 GPU_STAMP        := $(GPU_VENV)/.pool3d-gpu-installed
 GPU_CHECK_PYTHON ?= python3
 GPU_CHECK_ARGS   ?=
 
 $(GPU_STAMP):
+	$(call need_python,$(GPU_PYTHON),$(PYTHON_VERSION))
 	test -x $(GPU_VENV)/bin/python || $(GPU_PYTHON) -m venv $(GPU_VENV)
 	$(GPU_VENV)/bin/python -m pip --disable-pip-version-check -q install jax==$(GPU_JAX) jaxlib==$(GPU_JAX) \
 	  jax-cuda12-plugin==$(GPU_JAX) jax-cuda12-pjrt==$(GPU_JAX) nvidia-cuda-nvcc-cu12 pytest hypothesis

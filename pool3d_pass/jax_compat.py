@@ -1,8 +1,9 @@
 """Everything that differs between the JAX / jaxlib versions pool3d_pass supports.
 
-Supported: jax and jaxlib >= 0.9.0, < 0.11 (pyproject.toml). CI runs the full
-suite on 0.10.2 and the pass-level tests on 0.9.0 (`make test`). Found by
-running the pass, the kernel and the hook on both; see
+Supported: jax and jaxlib >= 0.9.0, < 0.13 (pyproject.toml). CI runs the full
+suite on 0.12.0.1 (Python 3.12) and the pass-level tests on 0.9.0 (Python
+3.11) (`make test`); 0.10.2 and 0.11.2 are checked by hand (`make check-jax`).
+Found by running the pass, the kernel and the hook on each; see
 docs/jax_integration.md ("Supported JAX versions").
 
 What differs, and how this module hides it:
@@ -12,11 +13,14 @@ What differs, and how this module hides it:
   `ir.Location` class with `is_a_file()`, `is_a_name()`, `is_a_callsite()`.
   The attributes read (`filename`, `start_line`, `start_col`, `child_loc`,
   `callee`, `caller`) are the same. Use `file_locations`.
-* XLA FFI headers (jaxlib/include): API version 0.2 on 0.9, 0.3 on 0.10.
+* XLA FFI headers (jaxlib/include): API version 0.2 on 0.9, 0.3 from 0.10.
   The kernel source is the same. jaxlib 0.9 refuses a kernel built against
-  0.10's headers; 0.10 runs one built against 0.9's. So pyproject.toml's build
-  requirement is the oldest jaxlib (an isolated build loads everywhere), and a
-  `--no-build-isolation` build uses the environment's own (setup.py).
+  0.10's headers; 0.10 to 0.12 run one built against 0.9's. So pyproject.toml's
+  build requirement is the oldest jaxlib (an isolated build loads everywhere),
+  and a `--no-build-isolation` build uses the environment's own (setup.py).
+* MLIR attribute kinds (jaxlib): 0.12 dropped the static `ir.XAttr.isinstance`
+  methods; the package casts instead (`ir.StringAttr(attr)` raises on another
+  kind), which every version supports.
 * `jax._src.interpreters.pxla._cached_compilation`: 0.9 takes
   `(computation, name, mesh, spmd_lowering, tuple_args, auto_spmd_lowering,
   ...)` and pmap's `UnloadedPmapExecutable` calls `compile_or_get_cached` too;
@@ -32,8 +36,9 @@ What differs, and how this module hides it:
 
 Everything else the package uses (the rest of the MLIR Python API in
 `REQUIRED_MLIR_API`, `walk_and_apply_patterns`, `PassManager.add(callable)`,
-`Module.parse`, `jax.ffi`, `custom_partitioning`, the sharding APIs, the JAX
-internals in `JAX_INTERNALS`) is the same on both.
+`Module.parse`, `jax.ffi`, `jaxlib.xla_client.register_custom_call_target`,
+`custom_partitioning`, `jax.shard_map`'s `sdy.manual_computation`, the
+sharding APIs, the JAX internals in `JAX_INTERNALS`) is the same on all.
 
 The MLIR part needs only jaxlib; the JAX part imports jax lazily.
 """
@@ -50,8 +55,8 @@ except ImportError:  # reported by ir_context.check_mlir_api, naming what is mis
     ir = None
 
 #: The range pyproject.toml declares and CI tests: [minimum, first unsupported).
-SUPPORTED_RANGE = ("0.9.0", "0.11")
-TESTED_VERSIONS = ("0.9.0", "0.10.2")
+SUPPORTED_RANGE = ("0.9.0", "0.13")
+TESTED_VERSIONS = ("0.9.0", "0.10.2", "0.11.2", "0.12.0.1")
 
 
 def parse_version(text: str) -> tuple[int, ...]:
@@ -162,7 +167,7 @@ def file_locations(location: ir.Location) -> list[ir.Location]:
 # --- JAX internals (the compile hook) --------------------------------------------------
 
 # (module, attribute, the leading parameter names we rely on, or None).
-# The same on 0.9 and 0.10 (pxla._cached_compilation's parameters differ, but
+# The same on 0.9 to 0.12 (pxla._cached_compilation's parameters differ, but
 # only its call of compile_or_get_cached through the module attribute matters).
 JAX_INTERNALS: tuple[tuple[str, str, tuple[str, ...] | None], ...] = (
     ("jax._src.compiler", "compile_or_get_cached",
@@ -175,6 +180,10 @@ JAX_INTERNALS: tuple[tuple[str, str, tuple[str, ...] | None], ...] = (
     ("jax", "clear_caches", ()),
     ("jax._src.source_info_util", "register_exclusion", ("path",)),
     ("jax._src.traceback_util", "register_exclusion", ("path",)),
+    # custom_partitioning's callback registry, keyed by backend_config (rewriting/partition_keys.py)
+    ("jax._src.custom_partitioning", "_sharding_callbacks", None),
+    # JAX's cache registry: jax.clear_caches() clears what is registered (rewriting/caches.py)
+    ("jax._src.util", "register_cache", ("cache", "for_what")),
 )
 
 #: (class in jax._src.stages, method) subclassed by pool3d_pass.jit.

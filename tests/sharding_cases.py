@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import os
 
-os.environ["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8"
+if "--xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):  # (shard_map_cases sets its own)
+    os.environ["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8"
 
 import json  # noqa: E402
 import re  # noqa: E402

@@ -346,7 +346,9 @@ def test_failed_rewrite_compiles_the_original_and_says_how_to_reproduce(caplog, 
     np.testing.assert_allclose(got, jax.jit(grad)(x), rtol=1e-6, atol=1e-6)
     warning = next(r for r in caplog.records if r.levelno == logging.WARNING)
     assert "pool3d_pass.rewrite failed" in warning.getMessage()
-    saved = re.search(r"Input saved to (\S+\.mlir)", warning.getMessage()).group(1)
+    command = re.search(r"Reproduce with: (pool3d-opt .*\.mlir)", warning.getMessage()).group(1)
+    assert "--target=cpu" in command and "--strategy=auto" in command
+    saved = command.split()[-1]
     with open(saved) as file:
         assert "select_and_scatter" in file.read()
     os.remove(saved)

@@ -15,7 +15,7 @@ PYPROJECT = Path(__file__).resolve().parent.parent / "pyproject.toml"
 
 def test_installed_jax_and_jaxlib_are_in_the_supported_range():
     # The pass relies on jaxlib's MLIR bindings and on JAX internals; CI tests
-    # the ends of the range (make test: 0.10.2 in .venv, 0.9.0 in .venv-jax09).
+    # the ends of the range (make test: 0.12.0.1 in .venv, 0.9.0 in .venv-jax09).
     for package in ("jax", "jaxlib"):
         version = importlib.metadata.version(package)
         assert jax_compat.is_supported(version), (package, version, jax_compat.SUPPORTED_RANGE)
@@ -36,8 +36,8 @@ def test_pyproject_pins_the_range_jax_compat_states():
 def test_version_range_arithmetic():
     assert jax_compat.parse_version("0.9.0.1") == (0, 9, 0, 1)
     assert jax_compat.parse_version("0.10.3.dev20260101") == (0, 10, 3)
-    assert [jax_compat.is_supported(v) for v in ("0.8.3", "0.9.0", "0.9.0.1", "0.10.2", "0.11.0")] == [
-        False, True, True, True, False]
+    versions = ("0.8.3", "0.9.0", "0.9.0.1", "0.10.2", "0.11.2", "0.12.0.1", "0.12.9", "0.13.0")
+    assert [jax_compat.is_supported(v) for v in versions] == [False, True, True, True, True, True, True, False]
 
 
 def test_every_required_mlir_api_is_present():

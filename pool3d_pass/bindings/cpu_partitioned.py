@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from jax.experimental.custom_partitioning import custom_partitioning
 from jax.sharding import NamedSharding, PartitionSpec
 
+from pool3d_pass import caches
 from pool3d_pass.bindings import cpu
 from pool3d_pass.contract import BACKWARD, BACKWARD_FROM_INDICES, BACKWARD_FROM_INPUT, FORWARD
 
@@ -102,7 +103,7 @@ def parallel_only(spec: tuple, layout: str, shape: tuple | None = None, mesh=Non
     return PartitionSpec(*(kept(dim, axis) for dim, axis in enumerate(spec)))
 
 
-@functools.cache
+@caches.bounded(256)
 def partitionable(call: str, kernel: Callable, attributes: tuple) -> Callable:
     """`kernel` (the single-device function of `call`) with its attributes bound, partitionable.
 

@@ -65,6 +65,9 @@ class Binding:
     # For programs compiled for several devices: versions XLA's SPMD partitioner
     # can split (see bindings/cpu_partitioned.py), by call kind.
     partitioned_functions: Mapping[str, str] = field(default_factory=dict)
+    # "module:function" registering the kernels with XLA, run by `import pool3d_pass`
+    # (so deserialized and persistently cached executables find them); must not import jax.
+    register_kernels: str | None = None
 
     def implements(self, call: str, *, partitioned: bool = False) -> bool:
         return call in (self.partitioned_functions if partitioned else self.functions)
@@ -107,6 +110,24 @@ def binding_for(platform: str) -> Binding | None:
     return _BINDINGS.get(platform)
 
 
+def register_kernels() -> dict[str, str]:
+    """Run every binding's `register_kernels`; {platform: error} for those that failed.
+
+    Never raises: a failure here (say, an unbuilt extension) is reported again,
+    with its reason, when the binding is used.
+    """
+    failed = {}
+    for binding in _BINDINGS.values():
+        if binding.register_kernels is None:
+            continue
+        module_name, name = binding.register_kernels.split(":")
+        try:
+            getattr(importlib.import_module(module_name), name)()
+        except Exception as error:  # noqa: BLE001 - see the docstring
+            failed[binding.platform] = f"{type(error).__name__}: {error}"
+    return failed
+
+
 def platforms() -> list[str]:
     return sorted(_BINDINGS)
 
@@ -122,6 +143,7 @@ register_binding(
         "cpu",
         contract_preconditions,
         partitioned_functions=_all_calls("pool3d_pass.bindings.cpu_partitioned"),
+        register_kernels="pool3d_pass.bindings.cpu.registration:register",
     )
 )
 # The NKI kernel recomputes the selection: Neuron gets the recompute strategy.

@@ -11,6 +11,13 @@ spans. `install()` swaps the module attribute for a wrapper that asks
 `routing.strategy()` and, if it is set, `module_rewrite.rewrite_for_platform`
 with that strategy.
 
+A rewrite never breaks a program: if XLA fails to compile the rewritten
+module (any error), the original module is compiled instead, with one warning
+naming the reason and a saved reproducer (`module_rewrite.compile_failed`).
+While the rewritten module compiles, the binding lowerings spliced into it
+are kept alive (`splice.keeping_alive`): XLA's partitioner calls back into
+their custom_partitioning callbacks, which JAX holds only weakly.
+
 `JAX_INTERNALS` lists every private JAX name this package relies on;
 `check_jax_internals()` fails with a message naming what moved (both live in
 `pool3d_pass.jax_compat`, with the other per-version differences).
@@ -42,24 +49,35 @@ def installed() -> bool:
 def install() -> None:
     """Wrap `jax._src.compiler.compile_or_get_cached` once per process (idempotent).
 
-    The wrapper does nothing unless `routing.active()`; it stays installed.
+    The wrapper does nothing unless `routing.strategy()` names a strategy; it stays installed.
     """
     from jax._src import compiler
 
+    from pool3d_pass import caches
     from pool3d_pass.integration import module_rewrite, routing
+    from pool3d_pass.rewriting import splice
 
     with _install_lock:
         if installed():
             return
         check_jax_internals()
+        caches.register_with_jax()
         original = compiler.compile_or_get_cached
 
         @functools.wraps(original)
         def compile_or_get_cached(backend, computation, devices, *args, **kwargs):
             strategy = routing.strategy()
-            if strategy is not None:
-                computation = module_rewrite.rewrite_for_platform(
+            if strategy is None:
+                return original(backend, computation, devices, *args, **kwargs)
+            with splice.keeping_alive():
+                rewritten = module_rewrite.rewrite_for_platform(
                     computation, backend.platform, devices=devices, strategy=strategy)
+                if rewritten is computation:
+                    return original(backend, computation, devices, *args, **kwargs)
+                try:
+                    return original(backend, rewritten, devices, *args, **kwargs)
+                except Exception as error:  # noqa: BLE001 -- any failure: compile the original
+                    module_rewrite.compile_failed(computation, backend.platform, devices, strategy, error)
             return original(backend, computation, devices, *args, **kwargs)
 
         setattr(compile_or_get_cached, HOOK_MARKER, True)

@@ -14,8 +14,10 @@ This is the policy around `pool3d_pass.rewrite`:
   with plain `jax.jit`), log the report, and return the copy, or the original
   when nothing was rewritten;
 * if registration or the rewrite fails, log a warning (with the saved input
-  module for reproduction) and return the original: a failed acceleration
-  never breaks the user's compile.
+  module and the `pool3d-opt` command reproducing the rewrite) and return the
+  original: a failed acceleration never breaks the user's compile. If XLA
+  then fails on the rewritten module, the hook compiles the original and
+  `compile_failed` logs the same kind of warning.
 """
 
 from __future__ import annotations
@@ -84,6 +86,24 @@ def _save_for_reproduction(module: ir.Module, name: str) -> str:
         return file.name
 
 
+def reproducer(module: ir.Module, platform: str, strategy: str, devices=None) -> str:
+    """Save `module` (the input of the rewrite) and return the command that rewrites it again."""
+    saved = _save_for_reproduction(module, module_name(module))
+    command = f"pool3d-opt --target={platform} --strategy={strategy} {saved}"
+    if devices is not None and np.size(devices) > 1:
+        command += f" (the compile was for {np.size(devices)} devices: pool3d-opt splices the single-device binding)"
+    return command
+
+
+def compile_failed(module: ir.Module, platform: str, devices, strategy: str, error: Exception) -> None:
+    """Log that XLA failed on the rewritten `module`, which is then compiled unchanged."""
+    reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
+    logger.warning(
+        "%s (%s): XLA failed to compile the pool3d-rewritten module (%s: %s); compiled the original "
+        "instead. Reproduce the rewrite with: %s", module_name(module), platform, type(error).__name__,
+        reason, reproducer(module, platform, strategy, devices))
+
+
 def rewrite_for_platform(module: ir.Module, platform: str, devices=None, strategy: str = "auto") -> ir.Module:
     """The module to compile for `platform` on `devices`: `module` itself, or a rewritten copy.
 
@@ -129,10 +149,9 @@ def rewrite_for_platform(module: ir.Module, platform: str, devices=None, strateg
         report = pool3d_pass.rewrite(copy, target=platform, mesh=mesh, strategy=strategy)
         copy.operation.verify()
     except Exception:  # noqa: BLE001 -- see the module docstring
-        saved = _save_for_reproduction(module, name)
         logger.warning(
-            "%s (%s): pool3d_pass.rewrite failed, compiled unchanged. Input saved to %s; "
-            "reproduce with: pool3d-opt %s", name, platform, saved, saved, exc_info=True)
+            "%s (%s): pool3d_pass.rewrite failed, compiled unchanged. Reproduce with: %s",
+            name, platform, reproducer(module, platform, strategy, devices), exc_info=True)
         return module
 
     logger.info(

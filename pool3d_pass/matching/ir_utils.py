@@ -30,6 +30,42 @@ def op_name(op: ir.OpView | ir.Operation | None) -> str | None:
     return None if op is None else op.operation.name
 
 
+# Inside a partially manual jax.shard_map (axis_names= a subset of the mesh), JAX
+# wraps nearly every value, scalars in reductions' bodies too, in an
+# `sdy.sharding_constraint` whose dimensions are all open and unsharded ("{?}",
+# or `[]` for a scalar): it constrains nothing. Matchers look through those.
+SHARDING_CONSTRAINT = "sdy.sharding_constraint"
+_OPEN_SHARDING = re.compile(r"<@[\w$.-]+, \[(\{\?\}(, \{\?\})*)?\]>$")
+
+
+def is_open_constraint(op: ir.OpView | ir.Operation | None) -> bool:
+    """True for an `sdy.sharding_constraint` that leaves every dimension open and unsharded."""
+    if op_name(op) != SHARDING_CONSTRAINT or len(op.operands) != 1:
+        return False
+    return _OPEN_SHARDING.search(str(op.attributes["sharding"])) is not None
+
+
+def through_open_constraints(value: ir.Value) -> ir.Value:
+    """`value`'s origin: the operand of the chain of open sharding constraints producing it."""
+    producer = defining_op(value)
+    while is_open_constraint(producer):
+        value = producer.operands[0]
+        producer = defining_op(value)
+    return value
+
+
+def sole_user_through_open_constraints(value: ir.Value) -> ir.OpView | None:
+    """The one op using `value`, seen through open sharding constraints (each with one use)."""
+    while True:
+        uses = list(value.uses)
+        if len(uses) != 1:
+            return None
+        user = uses[0].owner
+        if not is_open_constraint(user):
+            return user
+        value = user.results[0]
+
+
 def i64_array(op: ir.OpView, name: str, default: Sequence[int]) -> tuple[int, ...]:
     attributes = op.attributes
     if name not in attributes:
@@ -83,17 +119,21 @@ def single_block_ops(region: ir.Region) -> tuple[list[ir.OpView], ir.Block] | No
 
 
 def is_binary_body(region: ir.Region, op_names: tuple[str, ...], *, commutative: bool) -> bool:
-    """True if `region` is `^bb(a, b): r = <op>(a, b); return r` (either order if commutative)."""
+    """True if `region` is `^bb(a, b): r = <op>(a, b); return r` (either order if commutative).
+
+    Open sharding constraints of `r` before the return are allowed (see `is_open_constraint`)."""
     body = single_block_ops(region)
     if body is None:
         return False
     ops, block = body
-    if len(block.arguments) != 2 or len(ops) != 2:
+    if len(block.arguments) != 2 or len(ops) < 2:
         return False
-    compute, terminator = ops
+    compute, *constraints, terminator = ops
     if op_name(compute) not in op_names or op_name(terminator) != "stablehlo.return":
         return False
-    if len(terminator.operands) != 1 or terminator.operands[0] != compute.results[0]:
+    if len(terminator.operands) != 1 or through_open_constraints(terminator.operands[0]) != compute.results[0]:
+        return False
+    if any(not is_open_constraint(c) for c in constraints):
         return False
     args = list(block.arguments)
     operands = list(compute.operands)

@@ -10,6 +10,9 @@ element type f32/bf16/f16, static shapes, and a window the kernel can express
   pad. The pad becomes the effective padding; pad and slice fold away.
 * TPU, torch-xla, TensorFlow: padding on the op's attribute, raw operand.
 
+Open sharding constraints (a partially manual `jax.shard_map` wraps every
+value in one) are looked through: `ir_utils.is_open_constraint`.
+
 Anything else is a `NoMatch` whose reason is shown to the user as a remark.
 """
 
@@ -83,10 +86,9 @@ def _check_types(op: ir.OpView) -> ir.Type:
 
 def _undoing_slice(op: ir.OpView, low, high, unpadded_shape) -> ir.OpView | None:
     """The single use of the op's result if it is a slice cutting exactly the pad away."""
-    uses = list(op.results[0].uses)
-    if len(uses) != 1 or u.op_name(uses[0].owner) != "stablehlo.slice":
+    cut = u.sole_user_through_open_constraints(op.results[0])
+    if u.op_name(cut) != "stablehlo.slice":
         return None
-    cut = uses[0].owner
     start = u.i64_array(cut, "start_indices", ())
     limit = u.i64_array(cut, "limit_indices", ())
     strides = u.i64_array(cut, "strides", ())
@@ -100,7 +102,7 @@ def _padding_form(op: ir.OpView, rank: int):
     """(forward input, effective padding, pad op or None, slice op or None)."""
     operand = op.operands[0]
     attribute_padding = u.padding_pairs(op, rank)
-    pad = u.defining_op(operand)
+    pad = u.defining_op(u.through_open_constraints(operand))
     if u.op_name(pad) != "stablehlo.pad":
         return operand, attribute_padding, None, None
 

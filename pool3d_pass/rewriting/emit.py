@@ -3,6 +3,10 @@
 An `Emit` takes `(call, operands, result_types, *, kernel_size, stride,
 padding, data_format[, output_format])` and returns the call's results; the
 strategies build their replacements from it and never know which one they got.
+
+For a program compiled for several devices, a binding emits its partitionable
+version, except in code that runs per shard (a `jax.shard_map` body:
+`per_shard.py`), which gets the single-device kernel.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from jaxlib.mlir import ir
 
 from pool3d_pass.bindings.registry import Binding
 from pool3d_pass.contract.custom_call import build_call
+from pool3d_pass.rewriting.per_shard import PerShardCode
 from pool3d_pass.rewriting.splice import call_binding
 
 Emit = Callable[..., list[ir.Value]]
@@ -24,4 +29,12 @@ def neutral() -> Emit:
 
 
 def binding(chosen: Binding, mesh=None) -> Emit:
-    return functools.partial(call_binding, chosen, mesh=mesh)
+    if mesh is None:
+        return functools.partial(call_binding, chosen, mesh=None)
+    per_shard = PerShardCode()
+
+    def emit(*args, **kwargs) -> list[ir.Value]:
+        here = ir.InsertionPoint.current.block
+        return call_binding(chosen, *args, mesh=None if per_shard.contains(here) else mesh, **kwargs)
+
+    return emit

@@ -39,7 +39,6 @@ from pool3d_pass.report import Miss, Rewrite, RewriteReport
 from pool3d_pass.rewriting import emit
 from pool3d_pass.rewriting.layer import SavedForward, build_from_indices, build_from_input, replace_forward
 from pool3d_pass.rewriting.recompute import build_recompute
-from pool3d_pass.rewriting.splice import call_binding
 from pool3d_pass.rewriting.strategy import (
     BARE_INDICES,
     FORWARD_REPLACED,
@@ -99,17 +98,18 @@ class _PassRun:
         self.report.rewritten += 1
         self.report.add(Rewrite(u.format_location(op.location, self.filename), _describe(match, plan, forward)))
 
+        padding_chain = _padding_chain(op, match)
         if match.slice is not None:
             low = [lo for lo, _ in match.window.padding]
             high = [hi for _, hi in match.window.padding]
             with ir.InsertionPoint(op.operation), op.location:
                 padded = stablehlo.PadOp(grad_input, match.zero, low, high, [0] * len(low))
-            self.pending_folds.append((padded, match.pad))
+            self.pending_folds.append((padded, padding_chain))
             rewriter.replace_op(op, [padded.result])
             return _MATCHED
 
         rewriter.replace_op(op, [grad_input])
-        _erase_if_unused(rewriter, match.pad)
+        _erase_if_unused(rewriter, padding_chain)
         _erase_if_unused(rewriter, u.defining_op(match.zero))
         return _MATCHED
 
@@ -149,8 +149,7 @@ class _PassRun:
             self.report.add(Miss(location, f"neutral call left unbound: {reason}"))
             return _NO_MATCH
         with ir.InsertionPoint(op.operation), op.location:
-            results = call_binding(
-                self.binding,
+            results = self.emit(
                 call.call,
                 list(op.operands),
                 [r.type for r in op.results],
@@ -159,7 +158,6 @@ class _PassRun:
                 padding=call.padding,
                 data_format=call.data_format,
                 output_format=call.output_format,
-                mesh=self.mesh,
             )
         rewriter.replace_op(op, results)
         self.report.bound += 1
@@ -167,14 +165,15 @@ class _PassRun:
         return _MATCHED
 
     def fold_slice_of_created_pad(self, op: ir.OpView, rewriter) -> bool:
-        producer = u.defining_op(op.operands[0])
+        producer = u.defining_op(u.through_open_constraints(op.operands[0]))
         if producer is None:
             return _NO_MATCH
         for index, (padded, original_pad) in enumerate(self.pending_folds):
             if padded.operation == producer.operation:
                 del self.pending_folds[index]
+                between = u.defining_op(op.operands[0])  # padded, or open constraints of it
                 rewriter.replace_op(op, [padded.operands[0]])
-                _erase_if_unused(rewriter, padded)
+                _erase_if_unused(rewriter, between)
                 _erase_if_unused(rewriter, original_pad)
                 return _MATCHED
         return _NO_MATCH
@@ -210,19 +209,30 @@ def _describe(match, plan: Plan, forward) -> str:
     return ", ".join(parts)
 
 
+def _padding_chain(op: ir.OpView, match) -> ir.OpView | None:
+    """What produces the select_and_scatter's operand and dies with it: the -inf pad,
+    or the open sharding constraints around it (erasing those erases the pad too)."""
+    producer = u.defining_op(op.operands[0])
+    return producer if match.pad is not None and u.is_open_constraint(producer) else match.pad
+
+
 def _has_uses(value: ir.Value) -> bool:
     return any(True for _ in value.uses)
 
 
 def _erase_if_unused(rewriter, op: ir.OpView | None) -> None:
-    """Erase `op` if nothing uses it, then the constants only it used."""
+    """Erase `op` if nothing uses it, then the constants and open sharding constraints
+    (and, through those, the pads) only it used."""
     if op is None or any(_has_uses(result) for result in op.results):
         return
     operands = list(op.operands)
+    through_constraint = u.is_open_constraint(op)
     jax_compat.erase_op(rewriter, op)
     for operand in operands:
         producer = u.defining_op(operand)
-        if u.op_name(producer) == "stablehlo.constant":
+        if u.op_name(producer) == "stablehlo.constant" or u.is_open_constraint(producer) or (
+            through_constraint and u.op_name(producer) == "stablehlo.pad"
+        ):
             _erase_if_unused(rewriter, producer)
 
 

@@ -8,16 +8,29 @@ the call with the function's arguments replaced by the call's operands; the
 private functions it calls (JAX outlines e.g. `jnp.where`) move into the
 target module under fresh names. (The upstream `inline` pass would be simpler,
 but jaxlib's context lacks the func dialect's inliner extension.)
+
+What is cached per lowering is its text, and for a partitionable lowering the
+`custom_partitioning` callbacks its calls name (`partition_keys.py`: re-keyed
+so the program's persistent-cache key is the same in every process). The
+cache is bounded (`CACHE_SIZE` lowerings) and cleared by `jax.clear_caches()`
+and `pool3d_pass.clear_caches()` (`caches.py`). A compile keeps the callbacks of the
+lowerings it spliced alive until XLA has partitioned it (`keeping_alive`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
+from collections.abc import Iterator
+from dataclasses import dataclass
 
 from jaxlib.mlir import ir
 
+from pool3d_pass import caches
 from pool3d_pass.bindings.registry import Binding
 from pool3d_pass.contract import BACKWARD_FROM_INDICES
+from pool3d_pass.rewriting import partition_keys
 
 _NUMPY_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "i16": "int16"}
 
@@ -26,11 +39,35 @@ class BindingLoweringError(RuntimeError):
     """The binding could not be lowered for this call; the message says why."""
 
 
-@functools.cache  # unbounded: a partitioned lowering's callbacks live as long as its entry
-def _lowered(binding: Binding, call: str, operand_specs: tuple, attributes: tuple, mesh=None):
+CACHE_SIZE = 256  # lowerings: distinct (call, shapes, attributes, mesh); a few KB of text each
+
+
+@dataclass(frozen=True)
+class LoweredBinding:
+    text: str  # the lowered module
+    callbacks: tuple  # custom_partitioning callback objects its calls name (weakly held by JAX)
+
+
+_keepalive: contextvars.ContextVar[list | None] = contextvars.ContextVar("pool3d_pass_keepalive", default=None)
+
+
+@contextlib.contextmanager
+def keeping_alive() -> Iterator[list]:
+    """Within the block, every lowering spliced in this context stays alive (its callbacks too)."""
+    kept: list = []
+    token = _keepalive.set(kept)
+    try:
+        yield kept
+    finally:
+        _keepalive.reset(token)
+
+
+@caches.bounded(CACHE_SIZE)
+def _lowered(binding: Binding, call: str, operand_specs: tuple, attributes: tuple, mesh=None) -> LoweredBinding:
     import jax
     import jax.numpy as jnp
 
+    caches.register_with_jax()
     function = functools.partial(binding.function(call, partitioned=mesh is not None), **dict(attributes))
     avals = [jax.ShapeDtypeStruct(shape, jnp.dtype(_NUMPY_DTYPES[dtype])) for shape, dtype in operand_specs]
     jit_options = {}
@@ -47,9 +84,12 @@ def _lowered(binding: Binding, call: str, operand_specs: tuple, attributes: tupl
         raise
     except Exception as error:  # JAX's errors are many; the pass reports one line
         raise BindingLoweringError(f"{binding.platform} binding failed to lower {call}: {error}") from error
-    # Keep `lowered`: it holds custom_partitioning's callbacks, which XLA's
-    # partitioner looks up (weakly referenced by JAX) when the program compiles.
-    return lowered.as_text(), lowered
+    text = lowered.as_text()
+    if mesh is None:
+        return LoweredBinding(text, ())
+    identity = (binding.platform, call, operand_specs, attributes, partition_keys.mesh_identity(mesh))
+    text, callbacks = partition_keys.rekey(text, identity)
+    return LoweredBinding(text, callbacks)
 
 
 def _spec(value: ir.Value) -> tuple:
@@ -129,9 +169,12 @@ def call_binding(
     )
     if call == BACKWARD_FROM_INDICES:  # the result's shape is the forward input's
         attributes += (("input_shape", tuple(ir.RankedTensorType(result_types[0]).shape)),)
-    text, _ = _lowered(binding, call, tuple(_spec(v) for v in operands), attributes, mesh)
+    lowered = _lowered(binding, call, tuple(_spec(v) for v in operands), attributes, mesh)
+    kept = _keepalive.get()
+    if kept is not None:
+        kept.append(lowered)
 
-    source = ir.Module.parse(text)
+    source = ir.Module.parse(lowered.text)
     main = _main_function(source)
     insertion_point = ir.InsertionPoint.current
     _move_private_functions(source, main, _enclosing_module(insertion_point.block))

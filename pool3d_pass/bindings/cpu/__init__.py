@@ -18,19 +18,14 @@ The environment variable POOL3D_CPU_THREADS, read at every call, overrides the
 kernel's thread count (default: hardware threads, at most 8, and one thread
 for problems under 64K elements).
 
-The environment variable POOL3D_KERNEL_LIBRARY, read by the first
-`register()`, loads the extension from that file instead of the installed
-`_kernel` module (e.g. a sanitizer build, `make sanitize`).
+The handlers are registered when pool3d_pass is imported (`registration.py`:
+without importing JAX); `register()` does it again where needed (idempotent).
 """
 
 from __future__ import annotations
 
-import importlib.util
-import os
-import threading
 from collections.abc import Sequence
 
-import jax
 import numpy as np
 
 from pool3d_pass.contract import (
@@ -43,6 +38,7 @@ from pool3d_pass.contract import (
     TARGET_NAME,
     TARGETS,
 )
+from pool3d_pass.bindings.cpu.registration import is_registered, register
 
 # The element type of the forward's indices (contract.INDEX_TYPE, "i16").
 INDEX_DTYPE = np.dtype({"i16": np.int16}[INDEX_TYPE])
@@ -59,58 +55,6 @@ __all__ = [
     "max_pooling_3d_backward_from_indices",
     "max_pooling_3d_backward_from_input",
 ]
-
-_lock = threading.Lock()
-_registered = False
-
-
-def _load_kernel_module():
-    path = os.environ.get("POOL3D_KERNEL_LIBRARY")
-    if path:
-        spec = importlib.util.spec_from_file_location("pool3d_pass.bindings.cpu._kernel", path)
-        if spec is None or spec.loader is None:
-            raise ImportError(f"POOL3D_KERNEL_LIBRARY={path!r} is not a loadable extension")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-    try:
-        from pool3d_pass.bindings.cpu import _kernel  # noqa: PLC0415
-    except ImportError as exc:  # pragma: no cover - broken install
-        raise ImportError(
-            "the pool3d CPU kernel extension (pool3d_pass.bindings.cpu._kernel) "
-            "is not built; reinstall the package, e.g. "
-            "`pip install --no-build-isolation -e .`"
-        ) from exc
-    return _kernel
-
-
-def register() -> None:
-    """Register every CPU FFI handler under its target name (contract.TARGETS).
-
-    Idempotent and thread-safe. The extension is the installed `_kernel`
-    module, or the file named by the environment variable
-    POOL3D_KERNEL_LIBRARY when set (read here, once per process).
-    """
-    global _registered
-    if _registered:
-        return
-    with _lock:
-        if _registered:
-            return
-        module = _load_kernel_module()
-        if hasattr(module, "handlers"):
-            handlers = module.handlers()
-        else:  # an extension built before the layer kernels existed
-            handlers = {"backward": module.handler()}
-        for kind, capsule in handlers.items():
-            jax.ffi.register_ffi_target(TARGETS[kind], capsule, platform="cpu")
-        _registered = True
-
-
-def is_registered() -> bool:
-    """Whether register() has run in this process."""
-    return _registered
-
 
 def _i64_triple(name: str, values: Sequence[int]) -> np.ndarray:
     try:
@@ -173,6 +117,8 @@ def max_pooling_3d_forward(
       tap of each window in row-major (td, th, tw) order, -1 where the
       maximum is NaN.
     """
+    import jax
+
     register()
     attrs = _attributes(kernel_size, stride, padding, data_format, output_format)
     shape = _output_shape(input.shape, attrs)
@@ -206,6 +152,8 @@ def max_pooling_3d_backward_from_indices(
     Returns:
       grad_input: shape `input_shape`, dtype of `grad_output`.
     """
+    import jax
+
     register()
     attrs = _attributes(kernel_size, stride, padding, data_format, output_format)
     input_shape = tuple(int(n) for n in input_shape)
@@ -231,6 +179,8 @@ def max_pooling_3d_backward_from_input(
     Returns:
       grad_input: shape and dtype of `input`.
     """
+    import jax
+
     register()
     attrs = _attributes(kernel_size, stride, padding, data_format, output_format)
     call = jax.ffi.ffi_call(TARGETS[BACKWARD_FROM_INPUT], jax.ShapeDtypeStruct(input.shape, input.dtype))
@@ -264,6 +214,8 @@ def max_pooling_3d_backward(
       The gradient w.r.t. `input`: shape and dtype of `input`. Invalid
       operands or attributes make the call fail with an error naming them.
     """
+    import jax
+
     register()
     attrs = _attributes(kernel_size, stride, padding, data_format, output_format)
     call = jax.ffi.ffi_call(TARGET_NAME, jax.ShapeDtypeStruct(input.shape, input.dtype))

@@ -1,0 +1,86 @@
+"""shard_map cases, run in a child process with N host CPU devices (see test_shard_map.py).
+
+`python shard_map_cases.py N` compiles each program with plain `jax.jit` and
+through pool3d_pass (`pool3d_pass.jit`, and `enable()` for some), runs both on
+the same inputs and prints one JSON line per case (sharding_cases.record's
+fields). Inside `jax.shard_map` values are per-device shards: the pass must
+splice the single-device kernels there (rewriting/per_shard.py), and
+custom_partitioning only where values are auto-sharded.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+DEVICES = int(sys.argv[1]) if len(sys.argv) > 1 else 4
+os.environ["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "") + f" --xla_force_host_platform_device_count={DEVICES}"
+
+import json  # noqa: E402
+from functools import partial  # noqa: E402
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+from jax import lax  # noqa: E402
+from jax.sharding import Mesh, NamedSharding  # noqa: E402
+from jax.sharding import PartitionSpec as P  # noqa: E402
+
+from sharding_cases import Plain, bare_pool_grad, cnn_loss, cnn_params, compare, pool_grad, through_enable  # noqa: E402
+
+
+def shard_map(fun, mesh, in_specs, out_specs, axis_names=None):
+    options = {} if axis_names is None else {"axis_names": axis_names}
+    return jax.shard_map(fun, mesh=mesh, in_specs=in_specs, out_specs=out_specs, **options)
+
+
+def main() -> int:
+    devices = np.array(jax.devices())
+    assert devices.size == DEVICES, f"expected {DEVICES} host devices, got {devices.size}"
+    rng = np.random.default_rng(0)
+    x = jnp.asarray(rng.integers(-3, 4, (DEVICES, 4, 8, 8, 8)).astype(np.float32))  # ties everywhere
+    line = Mesh(devices, ("b",))
+    grid = Mesh(devices.reshape(DEVICES // 2, 2), ("b", "m"))
+    results = []
+
+    def case(name, fun, *args, enable=False):
+        plain = Plain(fun, *args)
+        results.append(compare(name, None, plain, fun, *args))
+        if enable:
+            results.append(through_enable(name + "_through_enable", None, plain, fun, *args))
+
+    # Fully manual: the body sees one batch shard per device.
+    full = shard_map(pool_grad, line, P("b"), P("b"))
+    case("full_manual_pool_grad", full, x, enable=True)
+    case("full_manual_bare_pool_grad", shard_map(bare_pool_grad, line, P("b"), P("b")), x)
+    # Partially manual: manual over "b", automatic over "m".
+    xg = jax.device_put(x, NamedSharding(grid, P("b")))
+    partial_manual = shard_map(pool_grad, grid, P("b"), P("b"), axis_names=frozenset({"b"}))
+    case("partially_manual_pool_grad", partial_manual, xg, enable=True)
+    # A jax.jit inside the shard_map body: the gradient sits in a function the body calls.
+    case("jit_inside_shard_map", shard_map(jax.jit(pool_grad), line, P("b"), P("b")), x)
+    # shard_map inside a jitted function with sharded arguments, automatic code around it.
+    xb = jax.device_put(x, NamedSharding(line, P("b")))
+
+    def around(x):
+        return 2.0 * shard_map(pool_grad, line, P("b"), P("b"))(jnp.tanh(x)) + pool_grad(x)
+
+    case("shard_map_inside_jit_sharded_arguments", around, xb, enable=True)
+
+    # A data-parallel step written with shard_map: the weight gradient is psum'd.
+    params = cnn_params(jax.random.PRNGKey(0), channels=4, widths=(4, 4))
+
+    @partial(shard_map, mesh=line, in_specs=(P(), P("b")), out_specs=(P(), P()))
+    def step(params, x):
+        loss, grads = jax.value_and_grad(cnn_loss)(params, x)
+        grads = jax.tree.map(lambda g: lax.psum(g, "b") / DEVICES, grads)
+        return lax.psum(loss, "b") / DEVICES, jax.tree.map(lambda p, g: p - 0.1 * g, params, grads)
+
+    case("psum_weight_gradient_train_step", step, params, x, enable=True)
+    for result in results:
+        print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
