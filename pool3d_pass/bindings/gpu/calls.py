@@ -100,13 +100,19 @@ def _has_cuda_device() -> bool:
         return False
 
 
+@functools.cache
+def _needs_device_description() -> bool:
+    """Whether this JAX's Triton lowering asks for the GPU (jax >= 0.11: `gpu_info`); 0.9/0.10 lower for sm_90."""
+    import importlib.util
+
+    return importlib.util.find_spec("jax._src.pallas.triton.gpu_info") is not None
+
+
 def _lowering_device():
     """A context naming the CUDA device to lower Triton kernels for where none is present."""
-    if _has_cuda_device():
+    if not _needs_device_description() or _has_cuda_device():
         return contextlib.nullcontext()
     sharding = jax.sharding
-    if not hasattr(sharding, "AbstractDevice"):  # an older JAX: lowers for sm_90 without a device
-        return contextlib.nullcontext()
     device = sharding.AbstractDevice(
         device_kind=os.environ.get(DEVICE_KIND_ENV, DEFAULT_DEVICE_KIND), num_cores=None, platform="cuda"
     )
