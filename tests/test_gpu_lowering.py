@@ -160,6 +160,18 @@ def test_auto_leaves_gpu_programs_unchanged_with_a_remark():
     assert recompute.rewritten == 1
 
 
+def test_auto_leaves_an_inference_forward_unchanged():
+    """Guard for call kinds added later (an inference forward call): auto still emits no gpu kernel."""
+    from jax import lax
+
+    def pool(x):
+        return lax.reduce_window(x, -jnp.inf, lax.max, (1, 1, 2, 2, 2), (1, 1, 2, 2, 2), "VALID")
+
+    text = jax.jit(pool).lower(jax.ShapeDtypeStruct((1, 2, 4, 4, 4), jnp.float32)).as_text()
+    new_text, report = pool3d_pass.rewrite_text(text, target="gpu")
+    assert TRITON not in new_text and report.rewritten == 0
+
+
 def test_the_compile_hook_routes_platform_gpu(caplog):
     from jax import lax
 
