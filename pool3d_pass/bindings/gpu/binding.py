@@ -22,8 +22,9 @@ PLATFORM = "gpu"
 LOWERING_PLATFORM = "cuda"
 CALLS_MODULE = "pool3d_pass.bindings.gpu.calls"
 AUTO_REFUSAL = (
-    "opt-in until measured on a GPU (strategy auto leaves GPU programs unchanged); ask for strategy 'indices' or 'recompute' (pool3d-opt --strategy=..., strategy= in "
-    "pool3d_pass.jit, enable or rewrite) to use it"
+    "opt-in until measured on a GPU (strategy auto leaves GPU programs unchanged); "
+    "ask for strategy 'indices' or 'recompute' (pool3d-opt --strategy=..., "
+    "strategy= in pool3d_pass.jit, enable or rewrite) to use it"
 )
 
 
@@ -55,7 +56,8 @@ def require() -> None:
     xla_bridge = sys.modules.get("jax._src.xla_bridge")
     backends = getattr(xla_bridge, "_backends", None) or {}
     for backend in list(backends.values()):
-        if getattr(backend, "platform", None) == PLATFORM and "rocm" in str(getattr(backend, "platform_version", "")).lower():
+        version = str(getattr(backend, "platform_version", "")).lower()
+        if getattr(backend, "platform", None) == PLATFORM and "rocm" in version:
             raise ImportError("the pool3d gpu binding runs on CUDA; this JAX's gpu backend is ROCm")
 
 
