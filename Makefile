@@ -32,16 +32,17 @@ PY_BENCH   := $(VENV_BENCH)/bin/python
 STAMP_BENCH := $(VENV_BENCH)/.pool3d-installed
 # What the pass-level run covers: lit (below), the pass on every fixture, the CLI and
 # bindings, the CPU kernels, the JAX integration (hook, jit, sharding, shard_map,
-# fallback), end-to-end numerics of the fixtures through XLA; and, since torch's CPU
+# fallback), end-to-end numerics of the fixtures through XLA, the import graph and the
+# pass options; and, since torch's CPU
 # build is for Python 3.11, the torch-oracle tests. Not: the property-based and flax tests.
-PASS_TESTS := tests/test_mlir_api.py tests/test_pass.py tests/test_frontend_fixtures.py \
-              tests/test_cli.py tests/test_bindings.py tests/test_cpu_kernel.py \
-              tests/test_cpu_kernel_layer.py \
-              tests/test_integration.py tests/test_sharding.py tests/test_numerics_fixtures.py \
-              tests/test_strategies.py tests/test_safe_parse.py \
-              tests/test_shard_map.py tests/test_compile_fallback.py tests/test_kernel_registration.py \
-              tests/test_numerics_torch.py tests/test_bench_harness.py \
-              --deselect 'tests/test_sharding.py::test_output_shardings_are_kept[indices_pool_forward_and_grad_spatially_sharded]'
+PASS_TESTS := tests/pass_/test_mlir_api.py tests/pass_/test_pass.py tests/pass_/test_frontend_fixtures.py \
+              tests/cli/test_cli.py tests/pass_/test_bindings.py tests/kernels/test_cpu_kernel.py \
+              tests/kernels/test_cpu_kernel_layer.py \
+              tests/integration/test_integration.py tests/integration/test_sharding.py tests/numerics/test_numerics_fixtures.py \
+              tests/pass_/test_strategies.py tests/cli/test_safe_parse.py tests/pass_/test_import_graph.py tests/pass_/test_options.py \
+              tests/integration/test_shard_map.py tests/integration/test_compile_fallback.py tests/integration/test_kernel_registration.py \
+              tests/numerics/test_numerics_torch.py tests/bench/test_bench_harness.py \
+              --deselect 'tests/integration/test_sharding.py::test_output_shardings_are_kept[indices_pool_forward_and_grad_spatially_sharded]'
 # (deselected: on 0.9 XLA itself tiles that unconstrained output of the PLAIN program
 # over part of the mesh, the rewritten one is replicated; values exact. docs/jax_integration.md)
 
@@ -138,7 +139,7 @@ clean:
 # and XLA keep allocations alive at exit).
 .PHONY: sanitize
 SANITIZE_DIR   ?= build/sanitize
-SANITIZE_TESTS ?= tests/test_cpu_kernel.py tests/test_cpu_kernel_layer.py
+SANITIZE_TESTS ?= tests/kernels/test_cpu_kernel.py tests/kernels/test_cpu_kernel_layer.py
 SANITIZE_FLAGS := -std=c++17 -O1 -g -fno-omit-frame-pointer -fPIC -shared -pthread \
                   -fvisibility=hidden -fsanitize=address,undefined -fno-sanitize-recover=undefined
 
@@ -171,7 +172,7 @@ check-jax:
 	DIST_EXTRA_CONFIG=$(abspath $(VENV_CHECK))/build.cfg $(VENV_CHECK)/bin/python -m pip --disable-pip-version-check -q install '.[test-pass]'
 	$(call check_jax_kept,$(VENV_CHECK)/bin/python,$(JAX_CHECK))
 	cd /tmp && $(abspath $(VENV_CHECK))/bin/python $(abspath scripts/check_release.py)
-	PATH="$(abspath $(VENV_CHECK))/bin:$$PATH" $(VENV_CHECK)/bin/pytest -q $(filter-out tests/test_numerics_torch.py tests/test_bench_harness.py,$(PASS_TESTS))
+	PATH="$(abspath $(VENV_CHECK))/bin:$$PATH" $(VENV_CHECK)/bin/pytest -q $(filter-out tests/numerics/test_numerics_torch.py tests/bench/test_bench_harness.py,$(PASS_TESTS))
 	PATH="$(abspath $(VENV_CHECK))/bin:$$PATH" $(VENV_CHECK)/bin/lit -s lit_tests
 
 # --- The gpu binding (docs/gpu.md) ----------------------------------------------
@@ -179,7 +180,7 @@ check-jax:
 # its own venv $(GPU_VENV) (the CUDA plugin must not reach the main venvs: JAX would try
 # to start it in every test). Installs JAX $(GPU_JAX), jax-cuda12-plugin/-pjrt of that
 # version and nvidia-cuda-nvcc-cu12 (ptxas; ~240 MB of wheels, ~5 s to install here, the
-# whole venv ~1 min), then runs tests/test_gpu_deviceless.py there and compiles every
+# whole venv ~1 min), then runs tests/integration/test_gpu_deviceless.py there and compiles every
 # rewritten bench program (scripts/gpu_compile_check.py: Triton calls, ptxas registers,
 # no spills). Run by hand; `make test` skips those tests (their reason says so).
 # gpu-check: the device check (scripts/gpu_check.py), on a machine with an NVIDIA GPU and
@@ -201,7 +202,7 @@ $(GPU_STAMP):
 	touch $@
 
 gpu-compile-check: $(GPU_STAMP)
-	PYTHONPATH=$(CURDIR) JAX_PLATFORMS=cpu $(GPU_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_gpu_deviceless.py
+	PYTHONPATH=$(CURDIR) JAX_PLATFORMS=cpu $(GPU_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/integration/test_gpu_deviceless.py
 	PYTHONPATH=$(CURDIR) JAX_PLATFORMS=cpu $(GPU_VENV)/bin/python scripts/gpu_compile_check.py
 
 gpu-check:

@@ -17,6 +17,8 @@ import ml_dtypes
 import numpy as np
 from jax import lax
 
+from pool3d_pass.contract import pooled_extent
+
 __all__ = ["Case", "FULL_CASES", "QUICK_CASES", "np_dtype", "pool_fn", "kernel_attrs", "as_rank5",
            "inputs", "max_abs_diff"]
 
@@ -57,7 +59,7 @@ class Case:
         return self.shape[1:-1] if self.channels_last else self.shape[2:]
 
     def out_spatial(self) -> tuple[int, ...]:
-        return tuple((n + 2 * p - k) // s + 1
+        return tuple(pooled_extent(n, k, s, p, p)
                      for n, k, s, p in zip(self.spatial_shape(), self.kernel, self.stride, self.padding))
 
     def out_shape(self) -> tuple[int, ...]:

@@ -1,19 +1,21 @@
-"""pool3d_pass: rewrite StableHLO max-pool gradients into one max-pool-backward kernel call.
+"""pool3d_pass: rewrite StableHLO max-pool gradients, and their forward max pools, into the pool3d contract's calls.
 
 Public API:
   rewrite(module) -> RewriteReport        rewrite a jaxlib MLIR module in place
   rewrite_text(text) -> (text, report)    the same on textual MLIR
   add_pass(pm)                            the pass in your own PassManager
+  PassOptions(target, strategy, mesh, filename)  the settings of all three, as one checked object
   clear_caches()                          forget cached binding lowerings (jax.clear_caches() does too)
   jit, enable, disable, enabled           JAX integration (see docs/jax_integration.md)
 """
 
 from pool3d_pass.bindings.registry import register_kernels as _register_kernels
 from pool3d_pass.caches import clear_caches
+from pool3d_pass.options import PassOptions
 from pool3d_pass.report import Miss, RewriteReport
 from pool3d_pass.rewriting import PASS_ARGUMENT, add_pass, rewrite, rewrite_text
 
-__all__ = ["Miss", "PASS_ARGUMENT", "RewriteReport", "add_pass", "clear_caches", "rewrite", "rewrite_text"]
+__all__ = ["Miss", "PASS_ARGUMENT", "PassOptions", "RewriteReport", "add_pass", "clear_caches", "rewrite", "rewrite_text"]
 
 # Every platform's kernels are known to XLA from here on: executables holding
 # pool3d calls (compiled, deserialized, or from JAX's persistent cache) run.

@@ -29,7 +29,14 @@ class Rewrite:
 
 @dataclass
 class RewriteReport:
-    """Counts of one pass run. `candidates == rewritten + len(missed)`."""
+    """Counts of one pass run.
+
+    `candidates` counts the select_and_scatter ops met; each is rewritten or
+    missed, so `candidates == rewritten + (misses of select_and_scatter)`.
+    `missed` also holds the neutral calls a platform run left unbound (a
+    `Miss` whose reason starts "neutral call left unbound"), which are no
+    candidates: `--stats` may show more missed than found.
+    """
 
     candidates: int = 0
     rewritten: int = 0

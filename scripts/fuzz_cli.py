@@ -4,7 +4,7 @@
     .venv/bin/python scripts/fuzz_cli.py                 # 560 inputs, seed 1, 2 at a time
     .venv/bin/python scripts/fuzz_cli.py --seed 7 --count 1000 --jobs 4 --keep /tmp/fuzz
 
-Inputs: tests/cli_fuzz.py (syntactic and semantic mutations of the lit tests,
+Inputs: tests/support/cli_fuzz.py (syntactic and semantic mutations of the lit tests,
 fixtures and generated gradients, plus crash-class inputs: deep nesting of
 every kind at and past the limit, long literals, wide integers, alias bombs,
 huge shapes). Each runs as `python -c main() INPUT -o OUTPUT` with OUTPUT
@@ -13,7 +13,7 @@ signal), timeout, traceback, partial output (OUTPUT changed on error, or a
 temporary file left), other broken promises (not exactly one error line, an
 exit status other than 0/1, output that does not parse again). Exit status 1
 if any count is non-zero. Not part of the test suite (minutes); the seeded
-pytest subset is tests/test_fuzz_cli.py.
+pytest subset is tests/cli/test_fuzz_cli.py.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
 
 import cli_fuzz as cf  # noqa: E402
 

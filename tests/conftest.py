@@ -1,7 +1,13 @@
-"""Shared pytest configuration for tests/.
+"""Shared pytest configuration for tests/ (grouped by area: pass_/, kernels/, integration/,
+numerics/, cli/, bench/; helper modules in support/, inputs in fixtures/).
 
-* Puts this folder on ``sys.path`` so test modules can ``from xla_runner import
-  run_stablehlo`` and ``from reference import ...`` without a package.
+* Puts ``support/`` on ``sys.path`` so test modules can ``from xla_runner import
+  run_stablehlo``, ``from contract_numpy import ...`` and ``from corpus import
+  FIXTURES, MANIFEST`` without a package.
+* Shared fixtures: ``cpu_kernels`` (the CPU kernels registered: a broken build
+  fails there, never skips) and ``switch_off`` (the process-wide
+  ``pool3d_pass.enable()`` switch off before and after a test); a module asks
+  for them with ``pytestmark = pytest.mark.usefixtures(...)``.
 * Registers the Hypothesis profiles used by the property-based tests:
 
   - ``ci`` (the default, and always when the environment variable ``CI`` is
@@ -11,7 +17,7 @@
   - ``long``: ~1000 examples per test, randomized, for a soak run. Select it
     with Hypothesis' own pytest flag::
 
-        .venv/bin/python -m pytest tests/test_numerics_hypothesis.py --hypothesis-profile=long
+        .venv/bin/python -m pytest tests/numerics/test_numerics_hypothesis.py --hypothesis-profile=long
 
   ``--hypothesis-profile`` overrides the profile loaded here (the Hypothesis
   pytest plugin applies it after conftest.py is imported).
@@ -23,9 +29,30 @@ import os
 import sys
 from pathlib import Path
 
-_HERE = str(Path(__file__).resolve().parent)
-if _HERE not in sys.path:
-    sys.path.insert(0, _HERE)
+import pytest
+
+_SUPPORT = str(Path(__file__).resolve().parent / "support")
+if _SUPPORT not in sys.path:
+    sys.path.insert(0, _SUPPORT)
+
+
+@pytest.fixture(scope="session")
+def cpu_kernels():
+    """The CPU kernels must be built and registrable: a broken build fails here, never skips."""
+    from pool3d_pass.bindings import cpu
+
+    cpu.register()
+
+
+@pytest.fixture
+def switch_off():
+    """The test starts and ends with the process-wide switch off."""
+    import pool3d_pass
+
+    pool3d_pass.disable()
+    yield
+    pool3d_pass.disable()
+
 
 try:
     from hypothesis import HealthCheck, settings

@@ -1,1 +1,1 @@
-"""Kernel bindings of the pool3d.max_pooling_3d_backward custom call, one per platform."""
+"""Bindings of the pool3d contract's calls (docs/contract.md), one per platform (registry.py)."""

@@ -8,14 +8,15 @@ kernel, ...)`, and partitions the same way:
 
 * batch and channel dimensions keep their sharding, each device runs the
   kernel on its shard, no communication. Every operand and result follows
-  the batch/channel sharding of one operand (`PartitionedCall.decides`: the
+  the batch/channel sharding of one operand (`deciding_operand`: the
   forward input where the call reads it, else the indices);
 * pooled dimensions (D, H, W) are made whole first: windows cross shard
   borders, so a spatially sharded operand is all-gathered along them before
   the kernel runs (correct, and it costs that all-gather).
 
-The Shardy rule of each call names the same factors, with the pooled ones
-marked need_replication, so propagation never shards them through the call.
+The Shardy rule of each call (contract/sharding.py, the one the pass writes
+on neutral calls) names the same factors, with the pooled ones marked
+need_replication, so propagation never shards them through the call.
 `backward_from_indices` receives the forward input's shape as `input_shape`;
 on each device the kernel gets its shard's shape.
 """
@@ -31,47 +32,15 @@ from jax.sharding import NamedSharding, PartitionSpec
 
 from pool3d_pass import caches
 from pool3d_pass.bindings import cpu
-from pool3d_pass.contract import BACKWARD, BACKWARD_FROM_INDICES, BACKWARD_FROM_INPUT, FORWARD
-
-# A tensor of a call is either shaped like the forward input ("input": input,
-# grad_input) or like the pool's output ("pooled": output, indices, grad_output).
-INPUT, POOLED = "input", "pooled"
+from pool3d_pass.contract import BACKWARD, BACKWARD_FROM_INDICES, BACKWARD_FROM_INPUT, CALLS, FORWARD
+from pool3d_pass.contract.sharding import PARALLEL_DIMENSIONS, sharding_rule
 
 
-@dataclass(frozen=True)
-class PartitionedCall:
-    operands: tuple[str, ...]  # INPUT / POOLED per operand
-    results: tuple[str, ...]  # INPUT / POOLED per result
-    decides: int  # the operand whose batch/channel sharding every operand and result gets
-    takes_input_shape: bool = False  # the kernel's `input_shape` keyword (the per-shard shape)
-
-
-CALLS = {
-    BACKWARD: PartitionedCall((POOLED, INPUT, POOLED), (INPUT,), decides=1),
-    FORWARD: PartitionedCall((INPUT,), (POOLED, POOLED), decides=0),
-    BACKWARD_FROM_INDICES: PartitionedCall((POOLED, POOLED), (INPUT,), decides=1, takes_input_shape=True),
-    BACKWARD_FROM_INPUT: PartitionedCall((POOLED, INPUT), (INPUT,), decides=1),
-}
-
-# Factor names per layout and tensor kind; the pooled factors need replication.
-FACTORS = {
-    "NCDHW": {INPUT: "b c d h w", POOLED: "b c i j k"},
-    "NDHWC": {INPUT: "b d h w c", POOLED: "b i j k c"},
-}
-POOLED_FACTORS = ("i", "j", "k", "d", "h", "w")
-PARALLEL_AXES = {"NCDHW": (0, 1), "NDHWC": (0, 4)}
-
-
-def sharding_rule(call: str, layout: str) -> str:
-    """The Shardy rule of `call` in `layout`, e.g. "b c d h w -> b c i j k, b c i j k" (forward, NCDHW)."""
-    spec, factors = CALLS[call], FACTORS[layout]
-    return ", ".join(factors[kind] for kind in spec.operands) + " -> " + ", ".join(factors[kind] for kind in spec.results)
-
-
-def pooled_factors(rule: str) -> tuple[str, ...]:
-    """The pooled factors of `rule` in order of first appearance (Shardy wants them sorted so)."""
-    order = [factor for factor in rule.replace(",", " ").split() if factor in POOLED_FACTORS]
-    return tuple(dict.fromkeys(order))
+def deciding_operand(call: str) -> int:
+    """The operand whose batch/channel sharding every operand and result of `call` gets:
+    the forward input where the call reads it, else the indices."""
+    operands = CALLS[call].operands
+    return operands.index("input") if "input" in operands else operands.index("indices")
 
 
 def _spec(sharding, rank: int) -> tuple:
@@ -91,7 +60,7 @@ def _ways(mesh, axis) -> int:
 def parallel_only(spec: tuple, layout: str, shape: tuple | None = None, mesh=None) -> PartitionSpec:
     """`spec` with every pooled dimension made whole, and (given `shape` and `mesh`) every
     dimension that its axes do not divide evenly (the kernel's shards must be exact)."""
-    keep = PARALLEL_AXES[layout]
+    keep = PARALLEL_DIMENSIONS[layout]
 
     def kept(dim, axis):
         if dim not in keep or axis is None:
@@ -112,6 +81,7 @@ def partitionable(call: str, kernel: Callable, attributes: tuple) -> Callable:
     layout for every tensor (data_format == output_format).
     """
     spec = CALLS[call]
+    decides = deciding_operand(call)
     keywords = dict(attributes)
     layout = keywords["data_format"]
     tuple_result = len(spec.results) > 1
@@ -122,8 +92,8 @@ def partitionable(call: str, kernel: Callable, attributes: tuple) -> Callable:
         return kernel(*operands, **keywords)
 
     def sharding(mesh, arg_shapes) -> NamedSharding:
-        decides = arg_shapes[spec.decides]
-        return NamedSharding(mesh, parallel_only(_spec(decides.sharding, 5), layout, tuple(decides.shape), mesh))
+        deciding = arg_shapes[decides]
+        return NamedSharding(mesh, parallel_only(_spec(deciding.sharding, 5), layout, tuple(deciding.shape), mesh))
 
     def results(value):
         return tuple(value for _ in spec.results) if tuple_result else value
@@ -142,8 +112,8 @@ def partitionable(call: str, kernel: Callable, attributes: tuple) -> Callable:
     partitioned.def_partition(
         partition=partition,
         infer_sharding_from_operands=infer_sharding_from_operands,
-        sharding_rule=rule,
-        need_replication_factors=pooled_factors(rule),
+        sharding_rule=rule.einsum(),
+        need_replication_factors=rule.need_replication,
     )
     return partitioned
 

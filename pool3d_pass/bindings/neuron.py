@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import importlib.util
 
-from pool3d_pass.contract import LAYOUTS
+from pool3d_pass.contract import SUPPORTED_DTYPES
 
 NEURON_PACKAGES = {"nki": "nki", "nkilib": "nkilib", "jax_neuronx": "jax-neuronx", "neuronxcc": "neuronx-cc"}
 
@@ -37,10 +37,13 @@ def require_neuron_packages() -> None:
 
 
 def unsupported(signature) -> str | None:
-    """The NKI kernel's preconditions beyond the contract's (None: supported)."""
-    if signature.data_format not in LAYOUTS or signature.output_format not in LAYOUTS:
-        return f"NKI kernel layouts are {LAYOUTS}"
-    if signature.input_type not in ("f32", "bf16", "f16"):
+    """The NKI kernel's preconditions beyond the contract's (None: supported).
+
+    Called after `registry.contract_preconditions` (layouts, window, padding).
+    The kernel takes the contract's element types and no other: a neutral call
+    written by hand may carry another.
+    """
+    if signature.input_type not in SUPPORTED_DTYPES:
         return f"NKI kernel does not take {signature.input_type}"
     # Padding is one value per axis, both sides, by construction of the contract.
     return None

@@ -22,22 +22,12 @@ from dataclasses import dataclass, field
 from pool3d_pass.contract import (
     BACKWARD,
     BACKWARD_FROM_INDICES,
+    CALLS,
     FORWARD,
     LAYOUTS,
     MAX_WINDOW_ELEMENTS,
-    TARGETS,
 )
-
-NEUTRAL = "neutral"
-
-# Strategies (docs/contract.md, "Strategies"): `recompute` runs the backward
-# call on (grad_output, input, output); `indices` replaces the forward max pool
-# by the forward call and the gradient by the from-indices call, or by the
-# fused from-input call where no forward dominates the gradient.
-RECOMPUTE = "recompute"
-INDICES = "indices"
-AUTO = "auto"
-STRATEGIES = (AUTO, RECOMPUTE, INDICES)
+from pool3d_pass.options import INDICES, RECOMPUTE
 
 
 @dataclass(frozen=True)
@@ -52,7 +42,7 @@ class CallSignature:
     padding: tuple[int, int, int]
     data_format: str
     output_format: str
-    call: str = BACKWARD  # which of the contract's calls (a key of contract.TARGETS)
+    call: str = BACKWARD  # which of the contract's calls (a key of contract.CALLS)
 
 
 @dataclass(frozen=True, eq=False)  # hashed by identity: a cache key of the splicer
@@ -85,7 +75,7 @@ class Binding:
 
 def contract_preconditions(signature: CallSignature) -> str | None:
     """The kernel's own limits, which every binding inherits."""
-    if signature.call not in TARGETS:
+    if signature.call not in CALLS:
         return f"unknown call {signature.call!r}"
     if len({signature.grad_output_type, signature.input_type, signature.output_type}) != 1:
         return "grad_output, input and output differ in element type"
@@ -133,7 +123,7 @@ def platforms() -> list[str]:
 
 
 def _all_calls(module: str) -> dict[str, str]:
-    return {call: f"{module}:max_pooling_3d_{call}" for call in TARGETS}
+    return {call: f"{module}:max_pooling_3d_{call}" for call in CALLS}
 
 
 register_binding(

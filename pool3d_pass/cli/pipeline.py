@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from jaxlib.mlir import passmanager
 
-from pool3d_pass.bindings.registry import AUTO
+from pool3d_pass.options import PassOptions
 from pool3d_pass.report import RewriteReport
 from pool3d_pass.rewriting import PASS_ARGUMENT, add_pass
 
@@ -38,10 +38,8 @@ def split_top_level(pipeline: str) -> list[str]:
 def build_pass_manager(
     pipeline: str,
     *,
+    options: PassOptions,
     on_report: Callable[[RewriteReport], None],
-    filename: str | None,
-    target: str,
-    strategy: str = AUTO,
 ) -> passmanager.PassManager:
     """A PassManager on builtin.module running `pipeline`; raises ValueError on an unknown pass."""
     pm = passmanager.PassManager("builtin.module")
@@ -50,7 +48,7 @@ def build_pass_manager(
         raise ValueError("empty pass pipeline")
     for element in elements:
         if element == PASS_ARGUMENT:
-            add_pass(pm, on_report=on_report, filename=filename, target=target, strategy=strategy)
+            add_pass(pm, options, on_report=on_report)
         else:
             pm.add(element)  # ValueError naming the element if MLIR does not know it
     return pm

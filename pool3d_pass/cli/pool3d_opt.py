@@ -22,8 +22,9 @@ import tempfile
 from dataclasses import dataclass
 
 from pool3d_pass import safe_parse
-from pool3d_pass.bindings.registry import AUTO, NEUTRAL, STRATEGIES, platforms
+from pool3d_pass.bindings.registry import platforms
 from pool3d_pass.cli.pipeline import DEFAULT_PIPELINE, build_pass_manager
+from pool3d_pass.options import AUTO, NEUTRAL, STRATEGIES, PassOptions
 from pool3d_pass.report import RewriteReport
 
 SPLIT_MARKER = re.compile(r"^// -----\s*$", re.MULTILINE)
@@ -123,11 +124,12 @@ def _diagnostic_line(error, name: str) -> str:
     return f"{place}: error: {_one_line(first.message)}"
 
 
-def process_chunk(chunk: Chunk, name: str, args: argparse.Namespace, report: RewriteReport) -> str:
+def process_chunk(chunk: Chunk, options: PassOptions, args: argparse.Namespace, report: RewriteReport) -> str:
     from jaxlib.mlir import ir
 
     from pool3d_pass.ir_context import make_context
 
+    name = options.filename
     # Leading newlines keep the parser's line numbers equal to the input file's.
     source = "\n" * (chunk.first_line - 1) + chunk.text
     with make_context():
@@ -140,9 +142,7 @@ def process_chunk(chunk: Chunk, name: str, args: argparse.Namespace, report: Rew
         except safe_parse.ParseFailure as error:
             raise UserError(f"{name}: error: {_one_line(str(error))}") from None
         try:
-            pm = build_pass_manager(
-                args.pass_pipeline, on_report=report.merge, filename=name, target=args.target, strategy=args.strategy
-            )
+            pm = build_pass_manager(args.pass_pipeline, options=options, on_report=report.merge)
         except ImportError as error:
             raise UserError(f"{PROG}: error: {error}") from None
         except ValueError as error:
@@ -155,7 +155,7 @@ def process_chunk(chunk: Chunk, name: str, args: argparse.Namespace, report: Rew
             first_line = _one_line((str(error).strip().splitlines() or [""])[0])
             raise UserError(
                 f"{name}: error: the pass failed ({type(error).__name__}: {first_line}); "
-                f"reproduce with: {PROG} {name} --target={args.target} --strategy={args.strategy}"
+                f"reproduce with: {PROG} {name} --target={options.target} --strategy={options.strategy}"
             ) from None
         return module.operation.get_asm(enable_debug_info=args.print_debuginfo)
 
@@ -198,12 +198,13 @@ def write_output(path: str, text: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     text, name = read_input(args.input)
+    options = PassOptions(target=args.target, strategy=args.strategy, filename=name)
     report = RewriteReport()
     outputs, failed = [], False
     for chunk in split_chunks(text, args.split_input_file):
         try:
             # Parse, pass and print recurse per nesting level: on a large stack.
-            outputs.append(safe_parse.run_with_large_stack(lambda: process_chunk(chunk, name, args, report)))
+            outputs.append(safe_parse.run_with_large_stack(lambda: process_chunk(chunk, options, args, report)))
         except UserError as error:
             if not args.split_input_file:
                 raise

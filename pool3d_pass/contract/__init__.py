@@ -1,27 +1,69 @@
 """The custom-call contract between the pass and every kernel binding.
 
-`docs/contract.md` is the prose definition; this package holds its constants
-and the one helper that builds each call, so the pass and the bindings cannot
-drift apart.
+`docs/contract.md` is the prose definition; this package holds its constants,
+the one table of its calls (`CALLS`), the output-size rule, the one builder of
+each call (`custom_call.py`) and of its Shardy rule (`sharding.py`), so the
+pass and the bindings cannot drift apart.
 """
 
-# Call kinds and their target names. `backward` is the NKI kernel's signature
-# (recompute the selection from input and output); `forward` and
-# `backward_from_indices` are the layer pair (MPSGraph's, PyTorch's);
-# `backward_from_input` is the bare gradient, fused.
+from dataclasses import dataclass
+
+# The contract's tensors (docs/contract.md, "Operands and results"): each is
+# shaped like the forward input (INPUT) or like the pool's output (POOLED).
+INPUT, POOLED = "input", "pooled"
+TENSOR_SHAPES = {
+    "input": INPUT,
+    "grad_input": INPUT,
+    "grad_output": POOLED,
+    "output": POOLED,
+    "indices": POOLED,
+}
+ATTRIBUTE_NAMES = ("kernel_size", "stride", "padding", "data_format", "output_format")
+
+
+@dataclass(frozen=True)
+class Call:
+    """One call of the contract: its target name, operands and results (by name), attributes."""
+
+    target: str
+    operands: tuple[str, ...]  # names of TENSOR_SHAPES, in order
+    results: tuple[str, ...]
+    attributes: tuple[str, ...] = ATTRIBUTE_NAMES
+
+    @property
+    def operand_shapes(self) -> tuple[str, ...]:
+        return tuple(TENSOR_SHAPES[name] for name in self.operands)
+
+    @property
+    def result_shapes(self) -> tuple[str, ...]:
+        return tuple(TENSOR_SHAPES[name] for name in self.results)
+
+    @property
+    def takes_input_shape(self) -> bool:
+        """Whether a binding's function needs `input_shape=`: a result has the input's
+        shape, but no operand does (backward_from_indices)."""
+        return INPUT in self.result_shapes and INPUT not in self.operand_shapes
+
+
+# Call kinds. `backward` is the NKI kernel's signature (recompute the selection
+# from input and output); `forward` and `backward_from_indices` are the layer
+# pair (MPSGraph's, PyTorch's); `backward_from_input` is the bare gradient, fused.
 BACKWARD = "backward"
 FORWARD = "forward"
 BACKWARD_FROM_INDICES = "backward_from_indices"
 BACKWARD_FROM_INPUT = "backward_from_input"
-TARGETS = {
-    BACKWARD: "pool3d.max_pooling_3d_backward",
-    FORWARD: "pool3d.max_pooling_3d_forward",
-    BACKWARD_FROM_INDICES: "pool3d.max_pooling_3d_backward_from_indices",
-    BACKWARD_FROM_INPUT: "pool3d.max_pooling_3d_backward_from_input",
+# The one table of the calls: a new call is one row here (and docs/contract.md).
+CALLS = {
+    BACKWARD: Call("pool3d.max_pooling_3d_backward", ("grad_output", "input", "output"), ("grad_input",)),
+    FORWARD: Call("pool3d.max_pooling_3d_forward", ("input",), ("output", "indices")),
+    BACKWARD_FROM_INDICES: Call(
+        "pool3d.max_pooling_3d_backward_from_indices", ("grad_output", "indices"), ("grad_input",)
+    ),
+    BACKWARD_FROM_INPUT: Call("pool3d.max_pooling_3d_backward_from_input", ("grad_output", "input"), ("grad_input",)),
 }
+TARGETS = {kind: call.target for kind, call in CALLS.items()}
 TARGET_NAME = TARGETS[BACKWARD]
 API_VERSION_TYPED_FFI = 4
-ATTRIBUTE_NAMES = ("kernel_size", "stride", "padding", "data_format", "output_format")
 LAYOUTS = ("NCDHW", "NDHWC")
 MAX_WINDOW_ELEMENTS = 4096
 SUPPORTED_DTYPES = ("f32", "bf16", "f16")
@@ -30,3 +72,9 @@ SPATIAL_RANK = 3
 # every offset below MAX_WINDOW_ELEMENTS. NO_SELECTION: the window's maximum is NaN.
 INDEX_TYPE = "i16"
 NO_SELECTION = -1
+
+
+def pooled_extent(size: int, kernel: int, stride: int, low: int, high: int) -> int:
+    """Output extent of one pooled dimension: `(size + low + high - kernel) // stride + 1`
+    (docs/contract.md, "Attributes", with `low == high == p`)."""
+    return (size + low + high - kernel) // stride + 1

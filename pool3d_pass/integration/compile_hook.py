@@ -8,8 +8,8 @@ computes the persistent-cache key from that module itself, so replacing the
 module before calling the original makes the cache key describe the rewritten
 program. `devices` (the device assignment) says how many devices the program
 spans. `install()` swaps the module attribute for a wrapper that asks
-`routing.strategy()` and, if it is set, `module_rewrite.rewrite_for_platform`
-with that strategy.
+`routing.options()` and, if they are set, `module_rewrite.rewrite_for_platform`
+with those options.
 
 A rewrite never breaks a program: if XLA fails to compile the rewritten
 module (any error), the original module is compiled instead, with one warning
@@ -49,7 +49,7 @@ def installed() -> bool:
 def install() -> None:
     """Wrap `jax._src.compiler.compile_or_get_cached` once per process (idempotent).
 
-    The wrapper does nothing unless `routing.strategy()` names a strategy; it stays installed.
+    The wrapper does nothing unless `routing.options()` is set; it stays installed.
     """
     from jax._src import compiler
 
@@ -66,18 +66,18 @@ def install() -> None:
 
         @functools.wraps(original)
         def compile_or_get_cached(backend, computation, devices, *args, **kwargs):
-            strategy = routing.strategy()
-            if strategy is None:
+            options = routing.options()
+            if options is None:
                 return original(backend, computation, devices, *args, **kwargs)
             with splice.keeping_alive():
                 rewritten = module_rewrite.rewrite_for_platform(
-                    computation, backend.platform, devices=devices, strategy=strategy)
+                    computation, backend.platform, devices=devices, options=options)
                 if rewritten is computation:
                     return original(backend, computation, devices, *args, **kwargs)
                 try:
                     return original(backend, rewritten, devices, *args, **kwargs)
                 except Exception as error:  # noqa: BLE001 -- any failure: compile the original
-                    module_rewrite.compile_failed(computation, backend.platform, devices, strategy, error)
+                    module_rewrite.compile_failed(computation, backend.platform, devices, options.strategy, error)
             return original(backend, computation, devices, *args, **kwargs)
 
         setattr(compile_or_get_cached, HOOK_MARKER, True)

@@ -9,8 +9,9 @@
   in/out_shardings, ...) is jax.jit's own, untouched.
 
 Compiles started by `__call__`, by `.lower(...).compile()` and by
-`.trace(...).lower().compile()` run in a `routing.scope(strategy)`, which the
-compile hook sees. While the user's function is being traced the scope is
+`.trace(...).lower().compile()` run in a `routing.scope(options)` (a
+`PassOptions` made from `strategy` when `jit` is called), which the compile
+hook sees. While the user's function is being traced the scope is
 reset, so eager computations inside it follow the process-wide switch.
 """
 
@@ -22,8 +23,8 @@ from typing import Any, Callable
 
 from jax._src import source_info_util, stages, traceback_util
 
-from pool3d_pass.bindings.registry import AUTO
 from pool3d_pass.integration import compile_hook, routing
+from pool3d_pass.options import AUTO, PassOptions
 
 # Keep this file's frames (the trace-time wrapper) out of the source locations
 # JAX writes into the module and of user tracebacks, as JAX does for its own
@@ -40,10 +41,10 @@ class RewritingLowered(stages.Lowered):
     """
 
     __slots__ = ()
-    strategy = AUTO  # a class attribute (no new slot: instances are recast by `__class__`)
+    options = PassOptions()  # a class attribute (no new slot: instances are recast by `__class__`)
 
     def compile(self, *args: Any, **kwargs: Any) -> stages.Compiled:
-        with routing.scope(self.strategy):
+        with routing.scope(self.options):
             return super().compile(*args, **kwargs)
 
 
@@ -51,25 +52,25 @@ class RewritingTraced(stages.Traced):
     """A `jax.stages.Traced` whose `lower()` returns a `RewritingLowered`."""
 
     __slots__ = ()
-    strategy = AUTO
+    options = PassOptions()
 
     def lower(self, *args: Any, **kwargs: Any) -> RewritingLowered:
-        with routing.scope(self.strategy):
-            return _recast(super().lower(*args, **kwargs), RewritingLowered, self.strategy)
+        with routing.scope(self.options):
+            return _recast(super().lower(*args, **kwargs), RewritingLowered, self.options)
 
 
 @functools.cache
-def _with_strategy(cls: type, strategy: str) -> type:
-    """`cls`, or its subclass (same slots) that rewrites with `strategy`."""
-    if strategy == cls.strategy:
+def _with_options(cls: type, options: PassOptions) -> type:
+    """`cls`, or its subclass (same slots) that rewrites with `options`."""
+    if options == cls.options:
         return cls
-    return type(cls.__name__, (cls,), {"__slots__": (), "strategy": strategy, "__module__": cls.__module__})
+    return type(cls.__name__, (cls,), {"__slots__": (), "options": options, "__module__": cls.__module__})
 
 
-def _recast(stage: Any, cls: type, strategy: str) -> Any:
-    """A shallow copy of `stage` as an instance of `cls` (a subclass, same slots) rewriting with `strategy`."""
+def _recast(stage: Any, cls: type, options: PassOptions) -> Any:
+    """A shallow copy of `stage` as an instance of `cls` (a subclass, same slots) rewriting with `options`."""
     recast = copy.copy(stage)
-    recast.__class__ = _with_strategy(cls, strategy)
+    recast.__class__ = _with_options(cls, options)
     return recast
 
 
@@ -79,7 +80,7 @@ class Jitted:
     def __init__(self, fun: Callable, jit_kwargs: dict[str, Any], strategy: str = AUTO):
         import jax
 
-        self._strategy = routing.check_strategy(strategy)
+        self._options = PassOptions(strategy=strategy)
         compile_hook.install()
 
         @functools.wraps(fun)
@@ -93,16 +94,16 @@ class Jitted:
         functools.update_wrapper(self, fun)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        with routing.scope(self._strategy):
+        with routing.scope(self._options):
             return self._jitted(*args, **kwargs)
 
     def lower(self, *args: Any, **kwargs: Any) -> RewritingLowered:
-        with routing.scope(self._strategy):
-            return _recast(self._jitted.lower(*args, **kwargs), RewritingLowered, self._strategy)
+        with routing.scope(self._options):
+            return _recast(self._jitted.lower(*args, **kwargs), RewritingLowered, self._options)
 
     def trace(self, *args: Any, **kwargs: Any) -> RewritingTraced:
-        with routing.scope(self._strategy):
-            return _recast(self._jitted.trace(*args, **kwargs), RewritingTraced, self._strategy)
+        with routing.scope(self._options):
+            return _recast(self._jitted.trace(*args, **kwargs), RewritingTraced, self._options)
 
     def __getattr__(self, name: str) -> Any:
         # eval_shape, clear_cache, ...: jax.jit's own.

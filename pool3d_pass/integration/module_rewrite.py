@@ -1,6 +1,6 @@
 """Rewrite one StableHLO module about to be compiled for one platform, or leave it alone.
 
-This is the policy around `pool3d_pass.rewrite`:
+This is the policy around the pass (`rewriting.rewrite`):
 
 * no `stablehlo.select_and_scatter` in the module: return the very same
   object, uncopied (a program without pooling compiles exactly as before);
@@ -29,7 +29,10 @@ import tempfile
 import numpy as np
 from jaxlib.mlir import ir
 
+from pool3d_pass.bindings.registry import binding_for
 from pool3d_pass.integration.device_mesh import program_mesh
+from pool3d_pass.options import PassOptions
+from pool3d_pass.rewriting import rewrite
 
 logger = logging.getLogger("pool3d_pass")
 
@@ -67,17 +70,6 @@ def copy_module(module: ir.Module) -> ir.Module:
     return ir.Module.parse(buffer.getvalue(), context=module.context)
 
 
-def require_binding(platform: str):
-    """The platform's binding, with its packages checked; raises if there is none or it can't run."""
-    from pool3d_pass.bindings.registry import binding_for
-
-    binding = binding_for(platform)
-    if binding is None:
-        raise NotImplementedError(f"no pool3d binding for platform {platform!r}")
-    binding.require()
-    return binding
-
-
 def _save_for_reproduction(module: ir.Module, name: str) -> str:
     with tempfile.NamedTemporaryFile(
         "w", prefix=f"pool3d_{name}_", suffix=".mlir", delete=False
@@ -104,17 +96,19 @@ def compile_failed(module: ir.Module, platform: str, devices, strategy: str, err
         reason, reproducer(module, platform, strategy, devices))
 
 
-def rewrite_for_platform(module: ir.Module, platform: str, devices=None, strategy: str = "auto") -> ir.Module:
+def rewrite_for_platform(
+    module: ir.Module, platform: str, devices=None, options: PassOptions = PassOptions()
+) -> ir.Module:
     """The module to compile for `platform` on `devices`: `module` itself, or a rewritten copy.
 
     `devices` is the compile's device assignment (any array-like of devices); a
     program for several devices gets the binding's partitionable version.
-    `strategy` is `pool3d_pass.rewrite`'s ("auto", "recompute", "indices").
+    `options` (`routing.options()`: the strategy asked for) get this compile's
+    target and mesh.
     """
-    from pool3d_pass.bindings.registry import binding_for
-
     name = module_name(module)
-    if binding_for(platform) is None:
+    binding = binding_for(platform)
+    if binding is None:
         candidates = count_select_and_scatter(module)
         if candidates:
             logger.info(
@@ -126,14 +120,12 @@ def rewrite_for_platform(module: ir.Module, platform: str, devices=None, strateg
         return module
 
     try:
-        require_binding(platform)
+        binding.require()
     except Exception as error:  # noqa: BLE001 -- any failure means: compile unchanged
         logger.warning(
             "%s (%s): pool3d kernel binding unavailable, compiled unchanged: %s: %s",
             name, platform, type(error).__name__, error)
         return module
-
-    import pool3d_pass
 
     mesh = None
     if devices is not None and np.size(devices) > 1:
@@ -146,12 +138,12 @@ def rewrite_for_platform(module: ir.Module, platform: str, devices=None, strateg
 
     copy = copy_module(module)
     try:
-        report = pool3d_pass.rewrite(copy, target=platform, mesh=mesh, strategy=strategy)
+        report = rewrite(copy, options.replace(target=platform, mesh=mesh), binding=binding)
         copy.operation.verify()
     except Exception:  # noqa: BLE001 -- see the module docstring
         logger.warning(
             "%s (%s): pool3d_pass.rewrite failed, compiled unchanged. Reproduce with: %s",
-            name, platform, reproducer(module, platform, strategy, devices), exc_info=True)
+            name, platform, reproducer(module, platform, options.strategy, devices), exc_info=True)
         return module
 
     logger.info(

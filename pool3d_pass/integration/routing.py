@@ -8,8 +8,11 @@ Two things decide whether a compile is rewritten:
   (`__call__`, `.lower(...).compile()`), so its compiles are rewritten even
   while the switch is off.
 
-Each carries the strategy the rewrite asks for (`pool3d_pass.rewrite`'s
-`strategy`: "auto", "recompute" or "indices"); a scope's wins over the switch's.
+Each carries the `PassOptions` the rewrite asks for (made, and so checked, by
+`enable` / `pool3d_pass.jit`; its strategy is "auto", "recompute" or
+"indices"); a scope's wins over the switch's. The compile hook fills in the
+target and mesh of each compile. Neither this module nor the switch installs
+the hook: `enable` and `pool3d_pass.jit` do (compile_hook.py).
 
 The switch is also a JAX config state (`SWITCH_STATE`, "off" or the strategy)
 included in JAX's jit and trace-context cache keys: an executable is cached
@@ -27,15 +30,15 @@ import contextvars
 import threading
 from collections.abc import Iterator
 
-from pool3d_pass.bindings.registry import AUTO, STRATEGIES
+from pool3d_pass.options import STRATEGIES, PassOptions
 
-# A strategy: rewrite with it (inside a pool3d_pass.jit compile); None: follow the switch.
-_scope: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+# Options: rewrite with them (inside a pool3d_pass.jit compile); None: follow the switch.
+_scope: contextvars.ContextVar[PassOptions | None] = contextvars.ContextVar(
     "pool3d_pass_scope", default=None
 )
 _switch_lock = threading.Lock()
 _globally_enabled = False
-_global_strategy = AUTO
+_global_options = PassOptions()
 
 SWITCH_STATE = "pool3d_pass_rewrite"  # the JAX config state's name
 OFF = "off"
@@ -59,14 +62,8 @@ def _jax_switch_state():
     return _switch_state if _switch_state is not False else None
 
 
-def check_strategy(strategy: str) -> str:
-    if strategy not in STRATEGIES:
-        raise ValueError(f"unknown strategy {strategy!r}; expected one of {', '.join(STRATEGIES)}")
-    return strategy
-
-
-def strategy() -> str | None:
-    """The strategy a compile starting now, in this context, is rewritten with; None: not rewritten."""
+def options() -> PassOptions | None:
+    """The options a compile starting now, in this context, is rewritten with; None: not rewritten."""
     scoped = _scope.get()
     if scoped is not None:
         return scoped
@@ -74,13 +71,8 @@ def strategy() -> str | None:
     if state is not None and state is not False:
         # The value this thread's JAX cache keys carry (the switch, read once).
         value = state.value
-        return None if value == OFF else value
-    return _global_strategy if _globally_enabled else None
-
-
-def active() -> bool:
-    """Whether a compile starting now, in this context, should be rewritten."""
-    return strategy() is not None
+        return None if value == OFF else PassOptions(strategy=value)
+    return _global_options if _globally_enabled else None
 
 
 def is_enabled() -> bool:
@@ -88,29 +80,29 @@ def is_enabled() -> bool:
     return _globally_enabled
 
 
+def global_options() -> PassOptions:
+    """The options the process-wide switch rewrites with (when on)."""
+    return _global_options
+
+
 def global_strategy() -> str:
     """The strategy the process-wide switch rewrites with (when on)."""
-    return _global_strategy
+    return _global_options.strategy
 
 
-def set_enabled(value: bool, strategy: str = AUTO) -> bool:
-    """Set the process-wide switch (and its strategy); clear JAX's caches if either changed. Returns the old state."""
-    global _globally_enabled, _global_strategy
+def set_enabled(value: bool, options: PassOptions = PassOptions()) -> bool:
+    """Set the process-wide switch (and its options); clear JAX's caches if either changed. Returns the old state."""
+    global _globally_enabled, _global_options
     import jax
 
-    from pool3d_pass.integration import compile_hook
-
-    check_strategy(strategy)
-    if value:
-        compile_hook.install()
     with _switch_lock:
         previous = _globally_enabled
-        before = _global_strategy if previous else None
-        _globally_enabled, _global_strategy = value, strategy
-        if before != (strategy if value else None):
+        before = _global_options.strategy if previous else None
+        _globally_enabled, _global_options = value, options
+        if before != (options.strategy if value else None):
             state = _jax_switch_state()
             if state is not None:
-                state._set(strategy if value else OFF)
+                state._set(options.strategy if value else OFF)
             # Executables compiled under the other setting sit in JAX's caches
             # (C++ jit caches, pxla._cached_compilation, primitive dispatch).
             jax.clear_caches()
@@ -118,9 +110,9 @@ def set_enabled(value: bool, strategy: str = AUTO) -> bool:
 
 
 @contextlib.contextmanager
-def scope(rewrite: str | None) -> Iterator[None]:
-    """Within the block, compiles in this context are rewritten with strategy `rewrite`, or follow the switch (None)."""
-    token = _scope.set(None if rewrite is None else check_strategy(rewrite))
+def scope(rewrite: PassOptions | None) -> Iterator[None]:
+    """Within the block, compiles in this context are rewritten with options `rewrite`, or follow the switch (None)."""
+    token = _scope.set(rewrite)
     try:
         yield
     finally:

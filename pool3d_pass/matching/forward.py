@@ -112,9 +112,3 @@ def find_forward(match: PoolGradient) -> ir.OpView | None:
         if candidate.operation.block == block and candidate.operation.is_before_in_block(match.op.operation):
             return candidate
     return None
-
-
-def find_forward_output(match: PoolGradient) -> ir.Value | None:
-    """The result of a reusable forward max-pool that dominates `match.op`, else None."""
-    forward = find_forward(match)
-    return None if forward is None else forward.results[0]

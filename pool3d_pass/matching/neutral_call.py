@@ -15,24 +15,14 @@ from dataclasses import dataclass
 import numpy as np
 from jaxlib.mlir import ir
 
-from pool3d_pass.contract import (
-    API_VERSION_TYPED_FFI,
-    ATTRIBUTE_NAMES,
-    BACKWARD,
-    BACKWARD_FROM_INDICES,
-    BACKWARD_FROM_INPUT,
-    FORWARD,
-    TARGETS,
-)
+from pool3d_pass.contract import API_VERSION_TYPED_FFI, CALLS
 
-_CALL_OF_TARGET = {target: call for call, target in TARGETS.items()}
-# (operands, results) of each call.
-_ARITY = {BACKWARD: (3, 1), FORWARD: (1, 2), BACKWARD_FROM_INDICES: (2, 1), BACKWARD_FROM_INPUT: (2, 1)}
+_CALL_OF_TARGET = {spec.target: call for call, spec in CALLS.items()}
 
 
 @dataclass(frozen=True)
 class NeutralCall:
-    call: str  # a key of contract.TARGETS
+    call: str  # a key of contract.CALLS
     kernel_size: tuple[int, ...]
     stride: tuple[int, ...]
     padding: tuple[int, ...]
@@ -48,10 +38,11 @@ def read_neutral_call(op: ir.OpView) -> NeutralCall | None:
         return None
     if "api_version" not in attributes or ir.IntegerAttr(attributes["api_version"]).value != API_VERSION_TYPED_FFI:
         return None
+    spec = CALLS[call]
     config = attributes["backend_config"] if "backend_config" in attributes else None
-    if not isinstance(config, ir.DictAttr) or any(name not in config for name in ATTRIBUTE_NAMES):
+    if not isinstance(config, ir.DictAttr) or any(name not in config for name in spec.attributes):
         return None
-    if (len(op.operands), len(op.results)) != _ARITY[call]:
+    if (len(op.operands), len(op.results)) != (len(spec.operands), len(spec.results)):
         return None
 
     def triple(name):

@@ -84,7 +84,7 @@ def _check_types(op: ir.OpView) -> ir.Type:
     return element_type
 
 
-def _undoing_slice(op: ir.OpView, low, high, unpadded_shape) -> ir.OpView | None:
+def _undoing_slice(op: ir.OpView, low, unpadded_shape) -> ir.OpView | None:
     """The single use of the op's result if it is a slice cutting exactly the pad away."""
     cut = u.sole_user_through_open_constraints(op.results[0])
     if u.op_name(cut) != "stablehlo.slice":
@@ -120,7 +120,7 @@ def _padding_form(op: ir.OpView, rank: int):
     unpadded = u.static_ranked_shape(x)
     if unpadded is None:
         raise NoMatch(f"dynamic or unranked shape {x.type}")
-    cut = _undoing_slice(op, low, high, unpadded)
+    cut = _undoing_slice(op, low, unpadded)
     if cut is None and (any(low) or any(high)):
         raise NoMatch("result is not cut back by a stablehlo.slice that exactly undoes the -inf pad")
     return x, tuple(zip(low, high)), pad, cut

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from pool3d_pass.contract import MAX_WINDOW_ELEMENTS, SPATIAL_RANK
+from pool3d_pass.contract import MAX_WINDOW_ELEMENTS, SPATIAL_RANK, pooled_extent
 
 
 class GeometryMismatch(ValueError):
@@ -100,7 +100,7 @@ def fold_to_kernel(
     for d in pooled:
         low, high = padding[d]
         k, s, n = window.dimensions[d], window.strides[d], input_shape[d]
-        n_out = (n + low + high - k) // s + 1
+        n_out = pooled_extent(n, k, s, low, high)
         if n_out != output_shape[d] or n_out < 1:
             raise GeometryMismatch(
                 f"gradient shape {list(output_shape)} does not match window over {list(input_shape)}"
@@ -131,7 +131,7 @@ def fold_to_kernel(
 
     for d in range(rank):
         if d in pooled:
-            expected = (kernel_input[d] + 2 * symmetric[d] - window.dimensions[d]) // window.strides[d] + 1
+            expected = pooled_extent(kernel_input[d], window.dimensions[d], window.strides[d], symmetric[d], symmetric[d])
         else:
             expected = input_shape[d]
         if expected != output_shape[d] or expected < 1:

@@ -1,4 +1,4 @@
-"""Rewriting matched max-pool gradients into the contract's custom call, as an MLIR pass."""
+"""Rewriting matched max-pool gradients (and their forwards) into the contract's calls, as an MLIR pass."""
 
 from pool3d_pass.rewriting.pass_ import PASS_ARGUMENT, add_pass, rewrite, rewrite_text
 

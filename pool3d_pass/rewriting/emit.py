@@ -18,23 +18,26 @@ from jaxlib.mlir import ir
 
 from pool3d_pass.bindings.registry import Binding
 from pool3d_pass.contract.custom_call import build_call
+from pool3d_pass.options import PassOptions
 from pool3d_pass.rewriting.per_shard import PerShardCode
 from pool3d_pass.rewriting.splice import call_binding
 
 Emit = Callable[..., list[ir.Value]]
 
 
-def neutral() -> Emit:
-    return build_call
+def for_run(options: PassOptions, binding: Binding | None) -> Emit:
+    """The neutral call's builder, or `binding` (the target's) spliced in, on `options.mesh` if given.
 
-
-def binding(chosen: Binding, mesh=None) -> Emit:
-    if mesh is None:
-        return functools.partial(call_binding, chosen, mesh=None)
+    (A target without a binding never emits: the pass refuses its gradients first.)
+    """
+    if options.neutral or binding is None:
+        return build_call
+    if options.mesh is None:
+        return functools.partial(call_binding, binding, mesh=None)
     per_shard = PerShardCode()
 
     def emit(*args, **kwargs) -> list[ir.Value]:
         here = ir.InsertionPoint.current.block
-        return call_binding(chosen, *args, mesh=None if per_shard.contains(here) else mesh, **kwargs)
+        return call_binding(binding, *args, mesh=None if per_shard.contains(here) else options.mesh, **kwargs)
 
     return emit

@@ -28,16 +28,17 @@ from jaxlib.mlir._mlir_libs._mlir import rewrite as mlir_rewrite
 from jaxlib.mlir.dialects import stablehlo
 
 from pool3d_pass import jax_compat
-from pool3d_pass.bindings.registry import AUTO, NEUTRAL, RECOMPUTE, STRATEGIES, Binding, CallSignature, binding_for
+from pool3d_pass.bindings.registry import Binding, CallSignature, binding_for
 from pool3d_pass.contract import INDEX_TYPE
 from pool3d_pass.ir_context import make_context
 from pool3d_pass.matching import NoMatch, match_pool_gradient
 from pool3d_pass.matching import ir_utils as u
 from pool3d_pass.matching.forward import find_forward
 from pool3d_pass.matching.neutral_call import NeutralCall, read_neutral_call
+from pool3d_pass.options import RECOMPUTE, PassOptions, pass_options
 from pool3d_pass.report import Miss, Rewrite, RewriteReport
 from pool3d_pass.rewriting import emit
-from pool3d_pass.rewriting.layer import SavedForward, build_from_indices, build_from_input, replace_forward
+from pool3d_pass.rewriting.indices import SavedForward, build_from_indices, build_from_input, replace_forward
 from pool3d_pass.rewriting.recompute import build_recompute
 from pool3d_pass.rewriting.strategy import (
     BARE_INDICES,
@@ -63,13 +64,11 @@ _MATCHED = False
 class _PassRun:
     """State of one application of the patterns to one operation."""
 
-    def __init__(self, filename: str | None, target: str, mesh=None, strategy: str = AUTO):
-        self.filename = filename
-        self.target = target
-        self.mesh = mesh
-        self.binding: Binding | None = None if target == NEUTRAL else binding_for(target)
-        self.emit = emit.neutral() if target == NEUTRAL else emit.binding(self.binding, mesh)
-        self.chooser = StrategyChooser(strategy, target, self.binding, mesh)
+    def __init__(self, options: PassOptions, binding: Binding | None):
+        self.options = options
+        self.binding = binding  # the target's, resolved once per pass (None: neutral, or no binding)
+        self.emit = emit.for_run(options, binding)
+        self.chooser = StrategyChooser(options, binding)
         self.report = RewriteReport(strategy=self.chooser.strategy)
         self.pending_folds: list[tuple[ir.OpView, ir.OpView | None]] = []
         self.saved_forwards: dict[ir.Operation, SavedForward] = {}
@@ -78,7 +77,7 @@ class _PassRun:
         patterns = mlir_rewrite.RewritePatternSet()
         patterns.add(stablehlo.SelectAndScatterOp, self.rewrite_pool_gradient)
         patterns.add(stablehlo.SliceOp, self.fold_slice_of_created_pad)
-        if self.target != NEUTRAL:
+        if not self.options.neutral:
             patterns.add(stablehlo.CustomCallOp, self.bind_neutral_call)
         return patterns.freeze()
 
@@ -86,17 +85,17 @@ class _PassRun:
         self.report.candidates += 1
         try:
             match = match_pool_gradient(op)
-            if self.target != NEUTRAL and self.binding is None:
-                raise NoMatch(f"no pool3d binding for platform '{self.target}'; nothing is rewritten there")
+            if not self.options.neutral and self.binding is None:
+                raise NoMatch(f"no pool3d binding for platform '{self.options.target}'; nothing is rewritten there")
             forward = find_forward(match)
             plan = self.chooser.plan(match, has_forward=forward is not None)
         except NoMatch as reason:
-            self.report.add(Miss(u.format_location(op.location, self.filename), str(reason)))
+            self.report.add(Miss(u.format_location(op.location, self.options.filename), str(reason)))
             return _NO_MATCH
 
         grad_input = self.build(match, forward, plan)
         self.report.rewritten += 1
-        self.report.add(Rewrite(u.format_location(op.location, self.filename), _describe(match, plan, forward)))
+        self.report.add(Rewrite(u.format_location(op.location, self.options.filename), _describe(match, plan, forward)))
 
         padding_chain = _padding_chain(op, match)
         if match.slice is not None:
@@ -140,11 +139,12 @@ class _PassRun:
         call = read_neutral_call(op)
         if call is None:
             return _NO_MATCH
-        location = u.format_location(op.location, self.filename)
+        location = u.format_location(op.location, self.options.filename)
+        target = self.options.target
         if self.binding is None:
-            reason = f"no pool3d binding for platform '{self.target}'"
+            reason = f"no pool3d binding for platform '{target}'"
         else:
-            reason = binding_refusal(self.binding, self.target, _signature_of(op, call), self.mesh)
+            reason = binding_refusal(self.binding, target, _signature_of(op, call), self.options.mesh)
         if reason is not None:
             self.report.add(Miss(location, f"neutral call left unbound: {reason}"))
             return _NO_MATCH
@@ -161,7 +161,7 @@ class _PassRun:
             )
         rewriter.replace_op(op, results)
         self.report.bound += 1
-        self.report.add(Rewrite(location, f"neutral call bound to the {self.target} binding"))
+        self.report.add(Rewrite(location, f"neutral call bound to the {target} binding"))
         return _MATCHED
 
     def fold_slice_of_created_pad(self, op: ir.OpView, rewriter) -> bool:
@@ -252,11 +252,9 @@ def _erase_unused_chains(roots) -> None:
         worklist.extend(p.operation for p in producers if u.op_name(p) in _ERASABLE_PRODUCERS)
 
 
-def _run_callable(
-    on_report: Callable[[RewriteReport], None] | None, filename: str | None, target: str, mesh, strategy: str
-):
+def _run_callable(on_report: Callable[[RewriteReport], None] | None, options: PassOptions, binding: Binding | None):
     def run(op: ir.Operation, pass_) -> None:
-        state = _PassRun(filename, target, mesh, strategy)
+        state = _PassRun(options, binding)
         try:
             mlir_rewrite.walk_and_apply_patterns(op, state.patterns())
             state.erase_replaced_forwards()
@@ -272,32 +270,43 @@ def _run_callable(
     return run
 
 
+def resolve_binding(options: PassOptions) -> Binding | None:
+    """The binding of `options.target` with its packages checked (None: neutral, or no binding).
+
+    A binding whose packages are missing raises ImportError, naming them.
+    """
+    binding = None if options.neutral else binding_for(options.target)
+    if binding is not None:
+        binding.require()
+    return binding
+
+
 def add_pass(
     pm: passmanager.PassManager,
+    options: PassOptions | None = None,
     *,
     on_report: Callable[[RewriteReport], None] | None = None,
-    filename: str | None = None,
-    target: str = NEUTRAL,
-    mesh=None,
-    strategy: str = AUTO,
+    binding: Binding | None = None,
+    **keywords,
 ) -> None:
     """Append the pass to `pm`; `on_report` receives each run's report.
 
-    `target` is "neutral" (the platform-neutral calls of docs/contract.md) or a
-    platform with a binding ("cpu", "neuron", ...), whose binding is spliced in.
-    A binding whose packages are missing raises ImportError here, naming them.
-    `mesh` (a `jax.sharding.Mesh` of the program's devices) asks for the
-    binding's partitionable version, for programs compiled for several devices.
-    `strategy` is "auto" (the platform's choice; recompute for neutral output),
-    "recompute" or "indices" (see rewriting/strategy.py).
+    `options` (a `PassOptions`), or its fields as keywords: `target` is
+    "neutral" (the platform-neutral calls of docs/contract.md) or a platform
+    with a binding ("cpu", "neuron", ...), whose binding is spliced in; `mesh`
+    (a `jax.sharding.Mesh` of the program's devices) asks for the binding's
+    partitionable version, for programs compiled for several devices;
+    `strategy` is "auto" (the platform's choice; recompute for neutral
+    output), "recompute" or "indices" (see rewriting/strategy.py); `filename`
+    names the input in locations. A binding whose packages are missing raises
+    ImportError here, naming them. `binding`: the target's binding when the
+    caller has resolved it already (`resolve_binding`).
     """
-    if strategy not in STRATEGIES:
-        raise ValueError(f"unknown strategy {strategy!r}; expected one of {', '.join(STRATEGIES)}")
-    binding = binding_for(target)
-    if binding is not None:
-        binding.require()
+    options = pass_options(options, **keywords)
+    if binding is None:
+        binding = resolve_binding(options)
     pm.add(
-        _run_callable(on_report, filename, target, mesh, strategy),
+        _run_callable(on_report, options, binding),
         name=PASS_NAME,
         argument=PASS_ARGUMENT,
         description=PASS_DESCRIPTION,
@@ -305,24 +314,28 @@ def add_pass(
 
 
 def rewrite(
-    module: ir.Module, *, target: str = NEUTRAL, filename: str | None = None, mesh=None, strategy: str = AUTO
+    module: ir.Module, options: PassOptions | None = None, *, binding: Binding | None = None, **keywords
 ) -> RewriteReport:
-    """Rewrite every max-pool gradient in `module` in place; the module is verified after."""
+    """Rewrite every max-pool gradient in `module` in place; the module is verified after.
+
+    `options`, or its fields as keywords (`target=`, `strategy=`, `mesh=`,
+    `filename=`): see `add_pass`.
+    """
+    options = pass_options(options, **keywords)
     total = RewriteReport()
     with module.context:
         pm = passmanager.PassManager("builtin.module")
-        add_pass(pm, on_report=total.merge, filename=filename, target=target, mesh=mesh, strategy=strategy)
+        add_pass(pm, options, on_report=total.merge, binding=binding)
         pm.run(module.operation)
     return total
 
 
-def rewrite_text(
-    text: str, *, target: str = NEUTRAL, filename: str | None = None, strategy: str = AUTO
-) -> tuple[str, RewriteReport]:
-    """Parse `text`, rewrite it, and return (printed module, report)."""
+def rewrite_text(text: str, options: PassOptions | None = None, **keywords) -> tuple[str, RewriteReport]:
+    """Parse `text`, rewrite it, and return (printed module, report); options as in `rewrite`."""
+    options = pass_options(options, **keywords)
     with make_context():
         from pool3d_pass.safe_parse import parse_module  # input limits; parses on a large stack
 
         module = parse_module(text)
-        report = rewrite(module, target=target, filename=filename, strategy=strategy)
+        report = rewrite(module, options)
         return str(module), report

@@ -29,7 +29,7 @@ from jaxlib.mlir import ir
 
 from pool3d_pass import caches
 from pool3d_pass.bindings.registry import Binding
-from pool3d_pass.contract import BACKWARD_FROM_INDICES
+from pool3d_pass.contract import CALLS
 from pool3d_pass.rewriting import partition_keys
 
 _NUMPY_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "i16": "int16"}
@@ -167,7 +167,7 @@ def call_binding(
         ("data_format", data_format),
         ("output_format", output_format or data_format),
     )
-    if call == BACKWARD_FROM_INDICES:  # the result's shape is the forward input's
+    if CALLS[call].takes_input_shape:  # no operand has the forward input's shape: the result has
         attributes += (("input_shape", tuple(ir.RankedTensorType(result_types[0]).shape)),)
     lowered = _lowered(binding, call, tuple(_spec(v) for v in operands), attributes, mesh)
     kept = _keepalive.get()

@@ -1,11 +1,11 @@
 """Which replacement each max-pool gradient gets: the strategy asked for, and what the platform runs.
 
 `auto` is the platform's own choice: `indices` where its binding implements
-the layer calls (forward, from indices, from input), `recompute` where it has
-only the backward call (Neuron: the NKI kernel), and `recompute` for neutral
-output, so the NKI path never changes. Asked for `indices`, a gradient gets:
+the layer pair (forward, backward_from_indices), `recompute` where it lacks
+them (Neuron: the NKI kernel has only the backward call), and `recompute` for
+neutral output, so the NKI path never changes. Asked for `indices`, a gradient gets:
 
-* `forward`: the dominating forward reduce_window becomes the forward call and
+* `forward-replaced`: the dominating forward reduce_window becomes the forward call and
   the gradient the from-indices call;
 * `fused`: with no dominating forward, the one fused from-input call;
 * `bare-indices`: the same without the fused call: forward call + from-indices;
@@ -18,11 +18,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pool3d_pass.bindings.registry import AUTO, INDICES, RECOMPUTE, STRATEGIES, Binding, CallSignature
+from pool3d_pass.bindings.registry import Binding, CallSignature
 from pool3d_pass.contract import BACKWARD, BACKWARD_FROM_INDICES, BACKWARD_FROM_INPUT, FORWARD
 from pool3d_pass.matching import NoMatch, PoolGradient
+from pool3d_pass.options import AUTO, INDICES, RECOMPUTE, PassOptions
 
-FORWARD_REPLACED = "forward"
+# Plan kinds (how one gradient is replaced); RECOMPUTE is the fourth.
+FORWARD_REPLACED = "forward-replaced"
 FUSED = "fused"
 BARE_INDICES = "bare-indices"
 
@@ -46,36 +48,38 @@ class Plan:
     note: str | None = None  # why the asked-for strategy was not used
 
 
+def resolve_strategy(options: PassOptions, binding: Binding | None) -> str:
+    """The strategy `auto` stands for: recompute without a binding, else the binding's preference."""
+    if options.strategy != AUTO:
+        return options.strategy
+    if binding is None:
+        return RECOMPUTE
+    return binding.preferred_strategy(partitioned=options.partitioned)
+
+
 class StrategyChooser:
-    def __init__(self, requested: str, target: str, binding: Binding | None, mesh=None):
-        if requested not in STRATEGIES:
-            raise ValueError(f"unknown strategy {requested!r}; expected one of {', '.join(STRATEGIES)}")
-        self.target = target
+    """Plans each gradient of one run; `binding` is the options' target's (None when neutral)."""
+
+    def __init__(self, options: PassOptions, binding: Binding | None):
+        self.options = options
         self.binding = binding
-        self.mesh = mesh
-        self.neutral = binding is None
-        if requested != AUTO:
-            self.strategy = requested
-        elif self.neutral:
-            self.strategy = RECOMPUTE
-        else:
-            self.strategy = binding.preferred_strategy(partitioned=mesh is not None)
+        self.strategy = resolve_strategy(options, binding)
         # An opt-in binding (bindings/gpu/binding.py) rewrites nothing under auto.
-        self.auto_refusal = getattr(binding, "auto_refusal", None) if requested == AUTO else None
+        self.auto_refusal = getattr(binding, "auto_refusal", None) if options.strategy == AUTO else None
 
     def refusal(self, call: str, match: PoolGradient) -> str | None:
-        """Why `call` cannot be emitted for `match` (None: it can)."""
-        if self.neutral:
+        """Why `call` cannot be emitted for `match` (None: it can; neutral output takes every call)."""
+        if self.options.neutral:
             return None
         g = match.geometry
         dtype = str(match.element_type)
         signature = CallSignature(dtype, dtype, dtype, g.kernel_size, g.stride, g.padding, g.data_format, g.data_format, call)
-        return binding_refusal(self.binding, self.target, signature, self.mesh)
+        return binding_refusal(self.binding, self.options.target, signature, self.options.mesh)
 
     def plan(self, match: PoolGradient, *, has_forward: bool) -> Plan:
         """The replacement of `match`, or NoMatch naming why nothing can replace it."""
         if self.auto_refusal is not None:
-            raise NoMatch(f"{self.target} binding: {self.auto_refusal}")
+            raise NoMatch(f"{self.options.target} binding: {self.auto_refusal}")
         note = None
         if self.strategy == INDICES:
             refusals = {call: self.refusal(call, match) for call in (FORWARD, BACKWARD_FROM_INDICES, BACKWARD_FROM_INPUT)}

@@ -37,6 +37,7 @@ from pool3d_pass.contract import (
     LAYOUTS,
     TARGET_NAME,
     TARGETS,
+    pooled_extent,
 )
 from pool3d_pass.bindings.cpu.registration import is_registered, register
 
@@ -90,7 +91,9 @@ def _output_shape(input_shape, attrs):
         raise ValueError("kernel_size, stride and padding must have 3 elements (D, H, W)")
     # Invalid attributes are the kernel's to reject (with a named error); keep
     # this shape computable for them.
-    out = tuple(max(1, (int(n) + 2 * int(q) - int(kk)) // max(1, int(ss)) + 1) for n, kk, ss, q in zip(spatial, k, s, p))
+    out = tuple(
+        max(1, pooled_extent(int(n), int(kk), max(1, int(ss)), int(q), int(q))) for n, kk, ss, q in zip(spatial, k, s, p)
+    )
     return (b,) + out + (c,) if attrs["output_format"] == "NDHWC" else (b, c) + out
 
 

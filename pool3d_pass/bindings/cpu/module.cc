@@ -46,10 +46,6 @@ PyObject* Handlers(PyObject*, PyObject*) {
   return d;
 }
 
-PyObject* Handler(PyObject*, PyObject*) {
-  return Capsule(Pool3dMaxPooling3dBackward);
-}
-
 PyObject* HardwareThreads(PyObject*, PyObject*) {
   return PyLong_FromUnsignedLong(std::thread::hardware_concurrency());
 }
@@ -58,8 +54,6 @@ PyMethodDef kMethods[] = {
     {"handlers", Handlers, METH_NOARGS,
      "{call kind: PyCapsule of its XLA FFI handler}, kinds as in "
      "pool3d_pass.contract.TARGETS."},
-    {"handler", Handler, METH_NOARGS,
-     "PyCapsule of the XLA FFI handler for pool3d.max_pooling_3d_backward."},
     {"hardware_threads", HardwareThreads, METH_NOARGS,
      "std::thread::hardware_concurrency() as the kernel sees it."},
     {nullptr, nullptr, 0, nullptr}};

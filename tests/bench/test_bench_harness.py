@@ -1,0 +1,102 @@
+"""The benchmark harness (bench/): its helpers compute the right things. No timing is asserted.
+
+* `forward.offsets_to_flat` turns the forward call's window offsets into
+  torch's flat indices (checked against torch on the pure-JAX reference
+  forward, NCDHW, NDHWC and 2-D);
+* `rewritten.census` / `strategy_of` read which calls a compiled program runs;
+* a tiny "user view" job runs every variant and its results agree with XLA;
+* a stored reference run still renders (`bench/run.py --table-from`).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from corpus import ROOT  # noqa: E402
+
+BENCH = ROOT / "bench"
+sys.path.insert(0, str(BENCH))
+
+import cases  # noqa: E402
+import forward  # noqa: E402
+import rewritten  # noqa: E402
+import tables  # noqa: E402
+
+from pool3d_pass.bindings import reference  # noqa: E402
+
+try:
+    import torch
+except ImportError:  # pragma: no cover
+    torch = None
+
+SMALL = [
+    cases.Case((2, 3, 6, 7, 8), (2, 2, 2), (2, 2, 2), (0, 0, 0)),
+    cases.Case((1, 2, 5, 6, 7), (3, 3, 3), (2, 2, 2), (1, 1, 1)),
+    cases.Case((1, 5, 6, 7, 3), (3, 2, 3), (1, 2, 1), (1, 0, 1), layout="NDHWC"),
+    cases.Case((2, 3, 9, 8), (3, 3), (2, 2), (1, 1), layout="NCHW"),
+]
+
+
+@pytest.mark.skipif(torch is None, reason="torch not installed")
+@pytest.mark.parametrize("case", SMALL, ids=lambda c: c.name)
+def test_offsets_to_flat_names_torchs_indices(case):
+    x_np, _ = cases.inputs(case)
+    attrs = cases.kernel_attrs(case)
+    _, offsets = jax.jit(partial(reference.max_pooling_3d_forward, **attrs))(cases.as_rank5(jnp.asarray(x_np), case))
+    tp = cases.TorchPool(case, torch)
+    _, idx = tp.pool_with_indices(tp.tensor(x_np))
+    np.testing.assert_array_equal(forward.offsets_to_flat(case, np.asarray(offsets)), idx.contiguous().numpy())
+
+
+def test_strategy_of_reads_the_calls():
+    assert rewritten.strategy_of({"forward": 1, "backward_from_indices": 1}) == "indices"
+    assert rewritten.strategy_of({"backward_from_input": 2}) == "indices (fused)"
+    assert rewritten.strategy_of({"backward": 3}) == "recompute"
+    assert rewritten.strategy_of({"backward": 0}) == "none"
+
+
+def test_census_counts_the_rewritten_call_and_xlas_ops():
+    case = SMALL[1]
+    pool = cases.pool_fn(case)
+    x_np, g_np = cases.inputs(case)
+
+    def grad(x, g):
+        return jax.vjp(pool, x)[1](g)[0]
+
+    plain, rew, counts = rewritten.compile_both(grad, jnp.asarray(x_np), jnp.asarray(g_np))
+    plain_counts = rewritten.census(plain)
+    assert sum(plain_counts[k] for k in ("backward", "forward", "backward_from_indices", "backward_from_input")) == 0
+    assert plain_counts["scatter"] + plain_counts["select-and-scatter"] >= 1
+    assert rewritten.strategy_of(counts) != "none"
+    forced = rewritten.census(rewritten.compile_rewritten(grad, jnp.asarray(x_np), jnp.asarray(g_np),
+                                                          strategy="recompute"))
+    assert forced["backward"] == 1 and rewritten.strategy_of(forced) == "recompute"
+
+
+def test_user_view_job_agrees_with_xla():
+    import user_view
+
+    case = SMALL[1]
+    x_np, g_np = cases.inputs(case)
+    x, g = jnp.asarray(x_np), jnp.asarray(g_np)
+    for job in user_view.JOBS:
+        record = user_view.run_job(case, job, x, g, x_np, g_np, repeats=1)
+        assert record["strategy"] != "none"
+        assert {"xla", "pool3d"} <= set(record["ms"])
+        # f32 without ties: equal up to the order overlapping windows are summed in.
+        assert all(v <= 1e-5 for v in record["checks"].values()), record["checks"]
+
+
+def test_stored_reference_run_renders():
+    stored = sorted((BENCH / "results").glob("reference-*.json"))
+    assert stored
+    for path in stored:
+        text = tables.render(json.loads(path.read_text()))
+        assert "Targets" in text and "Max-pool backward" in text

@@ -1,0 +1,150 @@
+"""The binding mechanism: choosing a binding by platform, splicing it, and refusing.
+
+Spliced programs run through XLA:CPU and must give the original's gradients:
+the pure-JAX reference binding and the CPU FFI binding. Tests that need the
+Neuron SDK skip where it is missing, and say so.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+import pytest
+from corpus import BY_NAME as ENTRIES
+from corpus import fixture_text, tie_heavy_inputs
+from xla_runner import run_stablehlo
+
+import pool3d_pass
+from pool3d_pass.bindings import registry
+from pool3d_pass.bindings.neuron import NeuronPackagesMissing, missing_packages
+from pool3d_pass.bindings.registry import Binding, CallSignature, contract_preconditions
+from pool3d_pass.contract import TARGETS
+
+SPLICED = ["jax_ncdhw_k3s2_p1_f32", "jax_ndhwc_k2s2_valid_bf16", "jax_ncdhw_k2s2_same_even_f32", "flax_linen_cnn3d_grad_params_and_input_f32"]
+
+
+def assert_same_results(original: str, rewritten: str, entry) -> None:
+    args = tie_heavy_inputs(entry)
+    for before, after in zip(run_stablehlo(original, args), run_stablehlo(rewritten, args), strict=True):
+        np.testing.assert_allclose(np.asarray(after, np.float64), np.asarray(before, np.float64), rtol=1e-6, atol=1e-6)
+
+
+pytestmark = pytest.mark.usefixtures("cpu_kernels")
+
+
+def test_bindings_follow_the_platform():
+    assert registry.binding_for("cpu").platform == "cpu"
+    assert registry.binding_for("neuron").platform == "neuron"
+    assert registry.binding_for("tpu") is None
+    assert {"cpu", "neuron", "reference"} <= set(registry.platforms())
+
+
+@pytest.mark.parametrize("name", SPLICED)
+def test_reference_binding_is_spliced_and_matches_the_original(name):
+    text = fixture_text(name)
+    rewritten, report = pool3d_pass.rewrite_text(text, target="reference")
+
+    assert report.rewritten == ENTRIES[name]["expected_pool_gradients"]
+    assert "select_and_scatter" not in rewritten and "custom_call" not in rewritten
+    assert_same_results(text, rewritten, ENTRIES[name])
+
+
+@pytest.mark.parametrize("name", SPLICED)
+def test_cpu_binding_is_spliced_and_matches_the_original(name):
+    text = fixture_text(name)
+    rewritten, report = pool3d_pass.rewrite_text(text, target="cpu")
+
+    assert report.rewritten == ENTRIES[name]["expected_pool_gradients"]
+    gradient_calls = [f"@{TARGETS[call]}(" for call in ("backward", "backward_from_indices", "backward_from_input")]
+    assert sum(rewritten.count(call) for call in gradient_calls) == report.rewritten
+    assert_same_results(text, rewritten, ENTRIES[name])
+
+
+def test_platform_without_binding_gets_no_rewrite_and_a_reason():
+    from jaxlib.mlir import ir
+
+    from pool3d_pass.ir_context import make_context
+
+    text = fixture_text("jax_ncdhw_k3s2_p1_f32")
+    unchanged, report = pool3d_pass.rewrite_text(text, target="no-such-platform")
+    with make_context():
+        round_trip = str(ir.Module.parse(text))  # what parsing and printing alone give
+    assert unchanged == round_trip
+    assert report.rewritten == 0 and report.candidates == 1
+    assert report.missed[0].reason == "no pool3d binding for platform 'no-such-platform'; nothing is rewritten there"
+
+
+def test_binding_preconditions_refuse_with_a_remark(monkeypatch):
+    refuse_bf16 = Binding(
+        "picky",
+        {"backward": "pool3d_pass.bindings.reference:max_pooling_3d_backward"},
+        "cpu",
+        lambda signature: contract_preconditions(signature)
+        or ("no bf16 here" if signature.input_type == "bf16" else None),
+    )
+    monkeypatch.setitem(registry._BINDINGS, "picky", refuse_bf16)
+
+    _, bf16 = pool3d_pass.rewrite_text(fixture_text("jax_ndhwc_k2s2_valid_bf16"), target="picky")
+    _, f32 = pool3d_pass.rewrite_text(fixture_text("jax_ncdhw_k3s2_p1_f32"), target="picky")
+
+    assert bf16.rewritten == 0 and bf16.missed[0].reason == "picky binding: no bf16 here"
+    assert f32.rewritten == 1
+
+
+@pytest.mark.parametrize(
+    "signature, reason",
+    [
+        (CallSignature("f32", "bf16", "f32", (2, 2, 2), (2, 2, 2), (0, 0, 0), "NCDHW", "NCDHW"), "differ in element type"),
+        (CallSignature("f32", "f32", "f32", (17, 17, 17), (1, 1, 1), (0, 0, 0), "NCDHW", "NCDHW"), "4913 > 4096"),
+        (CallSignature("f32", "f32", "f32", (2, 2, 2), (2, 2, 2), (0, 0, 0), "NHWC", "NHWC"), "are not NCDHW or NDHWC"),
+    ],
+)
+def test_contract_preconditions(signature, reason):
+    assert reason in contract_preconditions(signature)
+    assert reason in registry.binding_for("neuron").unsupported(signature)
+
+
+def test_contract_preconditions_accept_a_valid_call():
+    ok = CallSignature("bf16", "bf16", "bf16", (3, 3, 3), (2, 2, 2), (1, 1, 1), "NDHWC", "NDHWC")
+    assert contract_preconditions(ok) is None
+    assert registry.binding_for("neuron").unsupported(ok) is None
+
+
+@pytest.mark.skipif(not missing_packages(), reason="the Neuron SDK is installed; the missing-package error cannot occur")
+def test_neuron_target_without_the_sdk_fails_with_one_line_naming_the_packages():
+    with pytest.raises(NeuronPackagesMissing) as raised:
+        pool3d_pass.rewrite_text(fixture_text("jax_ncdhw_k3s2_p1_f32"), target="neuron")
+    message = str(raised.value)
+    assert "\n" not in message
+    assert all(package in message for package in missing_packages())
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("nki") is None or importlib.util.find_spec("nkilib") is None,
+    reason="needs the Neuron SDK (nki, nkilib): not installable on this machine; run on a trn1/trn2 host (docs/neuron.md)",
+)
+def test_neuron_binding_produces_the_nki_custom_call():
+    rewritten, report = pool3d_pass.rewrite_text(fixture_text("jax_ncdhw_k3s2_p1_f32"), target="neuron")
+    assert report.rewritten == 1
+    assert "AwsNeuronCustomNativeKernel" in rewritten
+
+
+@pytest.mark.parametrize("target", ["cpu", "reference"])
+def test_neutral_calls_of_an_earlier_run_are_bound_later(target):
+    text = fixture_text("flax_linen_cnn3d_grad_params_and_input_f32")
+    neutral, first = pool3d_pass.rewrite_text(text)
+    bound, second = pool3d_pass.rewrite_text(neutral, target=target)
+    again, third = pool3d_pass.rewrite_text(bound, target=target)
+
+    assert first.rewritten == 2 and (second.candidates, second.bound) == (0, 2)
+    assert "api_version = 4" not in bound  # no neutral call is left
+    assert (third.bound, third.rewritten) == (0, 0) and again == bound
+    assert_same_results(text, bound, ENTRIES["flax_linen_cnn3d_grad_params_and_input_f32"])
+
+
+def test_neutral_call_without_binding_stays_with_a_reason():
+    neutral, _ = pool3d_pass.rewrite_text(fixture_text("jax_ncdhw_k3s2_p1_f32"))
+    unchanged, report = pool3d_pass.rewrite_text(neutral, target="no-such-platform")
+    assert unchanged == neutral and report.bound == 0
+    assert [m.reason for m in report.missed] == ["neutral call left unbound: no pool3d binding for platform 'no-such-platform'"]
