@@ -139,7 +139,7 @@ clean:
 # and XLA keep allocations alive at exit).
 .PHONY: sanitize
 SANITIZE_DIR   ?= build/sanitize
-SANITIZE_TESTS ?= tests/kernels/test_cpu_kernel.py tests/kernels/test_cpu_kernel_layer.py
+SANITIZE_TESTS ?= tests/kernels/test_cpu_kernel.py tests/kernels/test_cpu_kernel_layer.py tests/kernels/test_cpu_kernel_channels_last.py
 SANITIZE_FLAGS := -std=c++17 -O1 -g -fno-omit-frame-pointer -fPIC -shared -pthread \
                   -fvisibility=hidden -fsanitize=address,undefined -fno-sanitize-recover=undefined
 

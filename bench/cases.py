@@ -74,6 +74,13 @@ FULL_CASES = [
     Case((4, 32, 32, 64, 64), (3, 3, 3), (2, 2, 2), (1, 1, 1), repeats=7),
     Case((2, 64, 16, 56, 56), (3, 3, 3), (1, 1, 1), (1, 1, 1), repeats=7),
     Case((4, 16, 64, 64, 32), (3, 3, 3), (2, 2, 2), (1, 1, 1), layout="NDHWC", dtype="bfloat16", repeats=10),
+    # The channels-last user's view (flax.linen.max_pool, most JAX models): f32 and bf16,
+    # non-overlapping and overlapping windows, stride 1, a small channel count.
+    Case((4, 16, 48, 48, 32), (2, 2, 2), (2, 2, 2), (0, 0, 0), layout="NDHWC", repeats=10),
+    Case((2, 16, 40, 40, 64), (3, 3, 3), (2, 2, 2), (1, 1, 1), layout="NDHWC", repeats=10),
+    Case((4, 16, 48, 48, 32), (2, 2, 2), (2, 2, 2), (0, 0, 0), layout="NDHWC", dtype="bfloat16", repeats=10),
+    Case((2, 8, 32, 32, 64), (3, 3, 3), (1, 1, 1), (1, 1, 1), layout="NDHWC", dtype="bfloat16", repeats=10),
+    Case((4, 16, 48, 48, 3), (2, 2, 2), (2, 2, 2), (0, 0, 0), layout="NDHWC", repeats=10),
     Case((16, 64, 112, 112), (3, 3), (2, 2), (1, 1), layout="NCHW", repeats=10),
     Case((16, 64, 112, 112), (2, 2), (2, 2), (0, 0), layout="NCHW", repeats=10),
 ]
@@ -83,6 +90,8 @@ QUICK_CASES = [
     Case((2, 4, 8, 16, 16), (3, 3, 3), (2, 2, 2), (1, 1, 1), repeats=2),
     Case((1, 8, 8, 14, 14), (3, 3, 3), (1, 1, 1), (1, 1, 1), repeats=2),
     Case((2, 8, 16, 16, 8), (3, 3, 3), (2, 2, 2), (1, 1, 1), layout="NDHWC", dtype="bfloat16", repeats=2),
+    Case((2, 8, 16, 16, 32), (2, 2, 2), (2, 2, 2), (0, 0, 0), layout="NDHWC", repeats=2),
+    Case((1, 4, 8, 8, 3), (3, 3, 3), (1, 1, 1), (1, 1, 1), layout="NDHWC", repeats=2),
     Case((4, 8, 28, 28), (3, 3), (2, 2), (1, 1), layout="NCHW", repeats=2),
 ]
 

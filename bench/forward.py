@@ -8,6 +8,9 @@ already on the device, results waited for:
                   strategy puts in place of the forward reduce_window).
                   2-D cases run on a unit depth axis. Absent (n/a) while the
                   cpu binding lacks the call.
+* pool3d_output   `jax.jit` of the cpu binding's `max_pooling_3d_forward_output(x)`:
+                  y only, the inference call (docs/contract.md); where it beats
+                  XLA decides where the pass will put it.
 * xla             `jax.jit(pool)(x)`: XLA's `reduce_window` max, y only.
 * torch           `torch.nn.functional.max_pool3d(x, k, s, p)` (`max_pool2d`
                   for 2-D): y only.
@@ -88,6 +91,14 @@ def run_case(case: cases.Case, forward_call, *, repeats: int | None = None) -> d
         checks["pool3d_y_bit_identical_to_xla"] = bool(
             np.array_equal(np.asarray(y3).reshape(y_ref.shape).view(np.uint8), y_ref.view(np.uint8)))
         pool3d_idx = np.asarray(idx3)
+        output_call = getattr(__import__("pool3d_pass.bindings.cpu", fromlist=["cpu"]), "max_pooling_3d_forward_output", None)
+        if output_call is not None:
+            po = jax.jit(partial(output_call, **cases.kernel_attrs(case))).lower(x5).compile()
+            variants["pool3d_output"] = blocking(po, x5)
+            yo = np.asarray(po(x5)).reshape(y_ref.shape)
+            checks["pool3d_output_bit_identical_to_xla"] = bool(np.array_equal(yo.view(np.uint8), y_ref.view(np.uint8)))
+            checks["pool3d_output_bit_identical_to_forward"] = bool(
+                np.array_equal(yo.view(np.uint8), np.asarray(y3).reshape(y_ref.shape).view(np.uint8)))
     if torch is not None:
         tp = cases.TorchPool(case, torch)
         xt = tp.tensor(x_np)
@@ -107,6 +118,8 @@ def run_case(case: cases.Case, forward_call, *, repeats: int | None = None) -> d
         if "pool3d" not in ms:
             return {}
         out = {"xla_vs_pool3d": ms["xla"] / ms["pool3d"]}
+        if "pool3d_output" in ms:
+            out["xla_vs_pool3d_output"] = ms["xla"] / ms["pool3d_output"]
         if "torch" in ms:
             out["torch_vs_pool3d"] = ms["torch"] / ms["pool3d"]
             out["torch_indices_vs_pool3d"] = ms["torch_indices"] / ms["pool3d"]

@@ -11,6 +11,7 @@ USER_VS_XLA = 15.0                 # issue 9: pool3d_pass.jit >= 15x XLA, both j
 USER_VS_TORCH = 2.0                # issue 9: pool3d_pass.jit >= 2x torch doing the same job
 KERNEL_VS_XLA_FIRST_SHAPE = 20.0   # kernel at least 20x faster than XLA on the first shape
 KERNEL_VS_TORCH = 1.0              # faster than torch on every shape
+KERNELS_VS_TORCH = 1.5             # issue 16: forward and from_indices >= 1.5x torch's same-job kernels
 FLOOR_FRACTION = 0.5               # at least half the floor's speed
 PASS_VS_CANONICALIZE = 2.0         # pass no more than 2x canonicalize's time
 LINEARITY = 1.25                   # time(10x) / (10 * time(1x)) at most this: "linear"
@@ -43,7 +44,8 @@ def _xx(rec: dict, key: str) -> str:
     return f"{lo:.3g}x ({med:.3g}x)"
 
 
-_SHORT_CALLS = {"backward": "backward", "forward": "forward", "backward_from_indices": "from_indices",
+_SHORT_CALLS = {"backward": "backward", "forward": "forward", "forward_output": "forward_output",
+                "backward_from_indices": "from_indices",
                 "backward_from_input": "from_input"}
 
 
@@ -80,9 +82,9 @@ def user_table(section: dict) -> list[str]:
 
 
 def forward_table(section: dict) -> list[str]:
-    header = ["case", "pool3d forward (y, indices) ms", "XLA reduce_window (y) ms", "torch max_pool (y) ms",
-              "torch max_pool with indices (y, indices) ms", "XLA / pool3d", "torch / pool3d",
-              "torch with indices / pool3d", "checks"]
+    header = ["case", "pool3d forward (y, indices) ms", "pool3d forward_output (y) ms", "XLA reduce_window (y) ms",
+              "torch max_pool (y) ms", "torch max_pool with indices (y, indices) ms", "XLA / pool3d",
+              "XLA / pool3d forward_output", "torch / pool3d", "torch with indices / pool3d", "checks"]
     rows = []
     for c in section["cases"]:
         ms, ch = c["ms"], c["checks"]
@@ -93,8 +95,12 @@ def forward_table(section: dict) -> list[str]:
             parts.append(f"indices = torch's: {ch['pool3d_indices_match_torch']}")
         if "torch_y_max_abs_diff_vs_xla" in ch:
             parts.append(f"torch y diff {ch['torch_y_max_abs_diff_vs_xla']:.2g}")
-        rows.append([c["case"], _ms(ms.get("pool3d")), _ms(ms["xla"]), _ms(ms.get("torch")),
-                     _ms(ms.get("torch_indices")), _xx(c, "xla_vs_pool3d"), _xx(c, "torch_vs_pool3d"),
+        if "pool3d_output_bit_identical_to_xla" in ch:
+            parts.append(f"forward_output y bit-identical to XLA: {ch['pool3d_output_bit_identical_to_xla']}, "
+                         f"to the forward's: {ch['pool3d_output_bit_identical_to_forward']}")
+        rows.append([c["case"], _ms(ms.get("pool3d")), _ms(ms.get("pool3d_output")), _ms(ms["xla"]),
+                     _ms(ms.get("torch")), _ms(ms.get("torch_indices")), _xx(c, "xla_vs_pool3d"),
+                     _xx(c, "xla_vs_pool3d_output"), _xx(c, "torch_vs_pool3d"),
                      _xx(c, "torch_indices_vs_pool3d"), "; ".join(parts)])
     lines = _table(header, rows)
     if section.get("note"):
@@ -142,7 +148,7 @@ def train_table(section: dict) -> list[str]:
         p = programs["recompute"]
         rows.append([label("recompute", "pool3d_pass.jit, strategy=recompute"), _ms(section["ms"]["recompute"]),
                      _x(p["speedup_of_min"]), f"{p['loss']:.7g}",
-                     sum(p["census"][k] for k in _SHORT_CALLS)])
+                     sum(p["census"].get(k, 0) for k in _SHORT_CALLS)])
     lines = _table(header, rows)
     lines.append(f"\nSame loss: {section['same_loss']} (|diff| {section['loss_abs_diff']:.3g}); "
                  f"updated parameters max |diff| {section['updated_params_max_abs_diff']:.3g}. "
@@ -184,7 +190,23 @@ def targets(result: dict) -> list[dict]:
                 if v is not None:
                     out.append({"target": f"pool3d_pass.jit >= {USER_VS_TORCH:g}x torch, {j['job']}, {c['case']}",
                                 "measured": f"{v:.3g}x", "met": v >= USER_VS_TORCH})
+    fwd = result.get("forward")
+    if fwd:  # issue 16: the forward never behind XLA; the layer kernels >= 1.5x torch's same job
+        for c in fwd["cases"]:
+            r = c["ratios_of_min"]
+            for key, what, bar in (("xla_vs_pool3d", "forward (y, indices) >= 1x XLA reduce_window", 1.0),
+                                   ("xla_vs_pool3d_output", "forward_output >= 1x XLA reduce_window", 1.0),
+                                   ("torch_indices_vs_pool3d", f"forward >= {KERNELS_VS_TORCH:g}x torch with indices",
+                                    KERNELS_VS_TORCH)):
+                if r.get(key) is not None:
+                    out.append({"target": f"{what}, {c['case']}", "measured": f"{r[key]:.3g}x", "met": r[key] >= bar})
     pool = result.get("pool_backward")
+    if pool and pool["cases"]:
+        for c in pool["cases"]:
+            v = c["ratios_of_min"].get("from_indices_vs_torch_speedup")
+            if v is not None:
+                out.append({"target": f"from_indices >= {KERNELS_VS_TORCH:g}x torch's indices backward, {c['case']}",
+                            "measured": f"{v:.3g}x", "met": v >= KERNELS_VS_TORCH})
     if pool and pool["cases"]:
         first = pool["cases"][0]
         v = first["ratios_of_min"]["kernel_vs_xla_speedup"]

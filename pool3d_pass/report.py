@@ -7,24 +7,29 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class Miss:
-    """A select_and_scatter left untouched, where it is and why."""
+    """A select_and_scatter (or, with `subject`, a forward max pool) left untouched, where and why."""
 
     location: str
     reason: str
+    subject: str = "max-pool gradient"
 
     def remark(self) -> str:
-        return f"{self.location}: remark: max-pool gradient not rewritten: {self.reason}"
+        return f"{self.location}: remark: {self.subject} not rewritten: {self.reason}"
 
 
 @dataclass(frozen=True)
 class Rewrite:
-    """A select_and_scatter replaced by the kernel call, where it was and with what geometry."""
+    """A select_and_scatter (or, with `subject`, a forward max pool) replaced, where and with what."""
 
     location: str
     summary: str
+    subject: str = "max-pool gradient"
 
     def remark(self) -> str:
-        return f"{self.location}: remark: max-pool gradient rewritten: {self.summary}"
+        return f"{self.location}: remark: {self.subject} rewritten: {self.summary}"
+
+
+FORWARD_ALONE = "max-pool forward without gradient"  # the subject of inference forwards' events
 
 
 @dataclass
@@ -35,7 +40,9 @@ class RewriteReport:
     missed, so `candidates == rewritten + (misses of select_and_scatter)`.
     `missed` also holds the neutral calls a platform run left unbound (a
     `Miss` whose reason starts "neutral call left unbound"), which are no
-    candidates: `--stats` may show more missed than found.
+    candidates: `--stats` may show more missed than found. Forward max pools
+    without a gradient (`forward_alone`, given the forward-output call) are no
+    candidates either; those left to XLA are `Miss`es with subject FORWARD_ALONE.
     """
 
     candidates: int = 0
@@ -49,6 +56,7 @@ class RewriteReport:
     from_indices: int = 0  # gradients given the from-indices call
     from_input: int = 0  # bare gradients given the fused call (or forward + from-indices)
     bound: int = 0  # neutral calls of an earlier run bound to a platform
+    forward_alone: int = 0  # forward max pools without a gradient given the forward-output call
     missed: list[Miss] = field(default_factory=list)
     rewrites: list[Rewrite] = field(default_factory=list)
     events: list[Rewrite | Miss] = field(default_factory=list)  # both, in the order met
@@ -67,6 +75,7 @@ class RewriteReport:
         self.from_input += other.from_input
         self.strategy = self.strategy or other.strategy
         self.bound += other.bound
+        self.forward_alone += other.forward_alone
         self.missed.extend(other.missed)
         self.rewrites.extend(other.rewrites)
         self.events.extend(other.events)
@@ -86,4 +95,6 @@ class RewriteReport:
                 f", indices strategy: {self.forward_replaced} forward max-pool(s) replaced, "
                 f"{self.from_indices} gradient(s) from indices, {self.from_input} from the input"
             )
+        if self.forward_alone:
+            text += f", {self.forward_alone} forward max-pool(s) without gradient given the forward-output call"
         return text + (f", {self.bound} neutral call(s) bound" if self.bound else "")

@@ -2,7 +2,7 @@
 
 A bare custom call is replicated by the partitioner (an all-gather of every
 operand). Wrapped in `jax.experimental.custom_partitioning` it partitions.
-Every call of the contract (backward, forward, backward_from_indices,
+Every call of the contract (backward, forward, forward_output, backward_from_indices,
 backward_from_input) is wrapped by the same machinery, `partitionable(call,
 kernel, ...)`, and partitions the same way:
 
@@ -32,7 +32,7 @@ from jax.sharding import NamedSharding, PartitionSpec
 
 from pool3d_pass import caches
 from pool3d_pass.bindings import cpu
-from pool3d_pass.contract import BACKWARD, BACKWARD_FROM_INDICES, BACKWARD_FROM_INPUT, CALLS, FORWARD
+from pool3d_pass.contract import BACKWARD, BACKWARD_FROM_INDICES, BACKWARD_FROM_INPUT, CALLS, FORWARD, FORWARD_OUTPUT
 from pool3d_pass.contract.sharding import PARALLEL_DIMENSIONS, sharding_rule
 
 
@@ -142,6 +142,13 @@ def max_pooling_3d_forward(
     input, *, kernel_size, stride, padding, data_format="NCDHW", output_format=None  # noqa: A002
 ):
     return _call(FORWARD, (input,), dict(
+        kernel_size=kernel_size, stride=stride, padding=padding, data_format=data_format, output_format=output_format))
+
+
+def max_pooling_3d_forward_output(
+    input, *, kernel_size, stride, padding, data_format="NCDHW", output_format=None  # noqa: A002
+):
+    return _call(FORWARD_OUTPUT, (input,), dict(
         kernel_size=kernel_size, stride=stride, padding=padding, data_format=data_format, output_format=output_format))
 
 

@@ -97,6 +97,14 @@ def max_pooling_3d_forward(
     return _from_ncdhw(y, output_format), _from_ncdhw(indices, output_format)
 
 
+def max_pooling_3d_forward_output(
+    input, *, kernel_size, stride, padding, data_format="NCDHW", output_format=None  # noqa: A002
+):
+    """The forward of an inference program: XLA's reduce_window max, y only."""
+    y = _forward_max(_to_ncdhw(input, data_format), kernel_size, stride, padding)
+    return _from_ncdhw(y, output_format or data_format)
+
+
 def max_pooling_3d_backward_from_indices(
     grad_output, indices, *, input_shape, kernel_size, stride, padding, data_format="NCDHW", output_format=None
 ):

@@ -47,15 +47,19 @@ class Call:
 
 # Call kinds. `backward` is the NKI kernel's signature (recompute the selection
 # from input and output); `forward` and `backward_from_indices` are the layer
-# pair (MPSGraph's, PyTorch's); `backward_from_input` is the bare gradient, fused.
+# pair (MPSGraph's, PyTorch's); `backward_from_input` is the bare gradient, fused;
+# `forward_output` is the forward of an inference program (y only: XLA's
+# reduce_window max as IEEE maximum, docs/contract.md "The inference forward").
 BACKWARD = "backward"
 FORWARD = "forward"
+FORWARD_OUTPUT = "forward_output"
 BACKWARD_FROM_INDICES = "backward_from_indices"
 BACKWARD_FROM_INPUT = "backward_from_input"
 # The one table of the calls: a new call is one row here (and docs/contract.md).
 CALLS = {
     BACKWARD: Call("pool3d.max_pooling_3d_backward", ("grad_output", "input", "output"), ("grad_input",)),
     FORWARD: Call("pool3d.max_pooling_3d_forward", ("input",), ("output", "indices")),
+    FORWARD_OUTPUT: Call("pool3d.max_pooling_3d_forward_output", ("input",), ("output",)),
     BACKWARD_FROM_INDICES: Call(
         "pool3d.max_pooling_3d_backward_from_indices", ("grad_output", "indices"), ("grad_input",)
     ),

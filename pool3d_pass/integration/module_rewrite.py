@@ -2,8 +2,9 @@
 
 This is the policy around the pass (`rewriting.rewrite`):
 
-* no `stablehlo.select_and_scatter` in the module: return the very same
-  object, uncopied (a program without pooling compiles exactly as before);
+* no `stablehlo.select_and_scatter` in the module (nor, where the binding
+  has the forward-output call, a `stablehlo.reduce_window`): return the very
+  same object, uncopied (a program without pooling compiles exactly as before);
 * a platform with no binding (`pool3d_pass.bindings.registry`): same object,
   and an INFO line saying the candidates were left alone;
 * a program compiled for several devices gets the binding's partitionable
@@ -30,6 +31,7 @@ import numpy as np
 from jaxlib.mlir import ir
 
 from pool3d_pass.bindings.registry import binding_for
+from pool3d_pass.contract import FORWARD_OUTPUT
 from pool3d_pass.integration.device_mesh import program_mesh
 from pool3d_pass.options import PassOptions
 from pool3d_pass.rewriting import rewrite
@@ -37,6 +39,7 @@ from pool3d_pass.rewriting import rewrite
 logger = logging.getLogger("pool3d_pass")
 
 SELECT_AND_SCATTER = "stablehlo.select_and_scatter"
+POOLING_OPS = (SELECT_AND_SCATTER, "stablehlo.reduce_window")
 
 
 def module_name(module: ir.Module) -> str:
@@ -47,13 +50,14 @@ def module_name(module: ir.Module) -> str:
         return "<unnamed module>"
 
 
-def count_select_and_scatter(module: ir.Module, *, stop_at_first: bool = False) -> int:
-    """How many `stablehlo.select_and_scatter` ops the module holds (at most 1 with stop_at_first)."""
+def count_select_and_scatter(module: ir.Module, *, stop_at_first: bool = False, names=(SELECT_AND_SCATTER,)) -> int:
+    """How many `stablehlo.select_and_scatter` ops (or ops named `names`) the module holds
+    (at most 1 with stop_at_first)."""
     found = 0
 
     def visit(op: ir.Operation) -> ir.WalkResult:
         nonlocal found
-        if op.name == SELECT_AND_SCATTER:
+        if op.name in names:
             found += 1
             if stop_at_first:
                 return ir.WalkResult.INTERRUPT
@@ -115,8 +119,9 @@ def rewrite_for_platform(
                 "%s (%s): no pool3d binding for platform %r; left %d select_and_scatter "
                 "unchanged", name, platform, platform, candidates)
         return module
-    if not count_select_and_scatter(module, stop_at_first=True):
-        logger.debug("%s (%s): no select_and_scatter, compiled unchanged", name, platform)
+    forwards_too = binding.implements(FORWARD_OUTPUT)  # inference max pools (rewriting/inference.py)
+    if not count_select_and_scatter(module, stop_at_first=True, names=POOLING_OPS if forwards_too else (SELECT_AND_SCATTER,)):
+        logger.debug("%s (%s): no pooling, compiled unchanged", name, platform)
         return module
 
     try:
@@ -146,9 +151,11 @@ def rewrite_for_platform(
             name, platform, reproducer(module, platform, options.strategy, devices), exc_info=True)
         return module
 
-    logger.info(
-        "%s (%s): rewrote %d of %d select_and_scatter candidate(s), %s strategy [%s]",
-        name, platform, report.rewritten, report.candidates, report.strategy, report)
+    if report.candidates or report.events:
+        logger.info(
+            "%s (%s): rewrote %d of %d select_and_scatter candidate(s) and %d forward max pool(s) without "
+            "gradient, %s strategy [%s]", name, platform, report.rewritten, report.candidates,
+            report.forward_alone, report.strategy, report)
     for miss in report.missed:
-        logger.info("%s (%s): not rewritten at %s: %s", name, platform, miss.location, miss.reason)
-    return copy if report.rewritten else module
+        logger.info("%s (%s): %s not rewritten at %s: %s", name, platform, miss.subject, miss.location, miss.reason)
+    return copy if report.rewritten or report.forward_alone else module

@@ -15,6 +15,13 @@ no dead-code elimination, so nothing the pass did not mean to touch changes):
   by an earlier run (`pool3d-opt` with the default target) is bound to the
   platform's binding, so neutral IR can be bound later.
 
+Then, with a platform target whose binding has the forward-output call, a
+second walk with one pattern:
+
+* on `stablehlo.reduce_window`: a forward max pool left without a gradient
+  (inference) becomes that call where the binding accepts its configuration
+  (rewriting/inference.py); the others stay, with a remark.
+
 The pass runs in any PassManager next to upstream passes (`add_pass`), or
 directly on a module (`rewrite`) or on text (`rewrite_text`).
 """
@@ -29,15 +36,17 @@ from jaxlib.mlir.dialects import stablehlo
 
 from pool3d_pass import jax_compat
 from pool3d_pass.bindings.registry import Binding, CallSignature, binding_for
-from pool3d_pass.contract import INDEX_TYPE
+from pool3d_pass.contract import FORWARD_OUTPUT, INDEX_TYPE
 from pool3d_pass.ir_context import make_context
 from pool3d_pass.matching import NoMatch, match_pool_gradient
 from pool3d_pass.matching import ir_utils as u
 from pool3d_pass.matching.forward import find_forward
+from pool3d_pass.matching.forward_pool import is_max_pool, match_forward_pool
 from pool3d_pass.matching.neutral_call import NeutralCall, read_neutral_call
 from pool3d_pass.options import RECOMPUTE, PassOptions, pass_options
-from pool3d_pass.report import Miss, Rewrite, RewriteReport
+from pool3d_pass.report import FORWARD_ALONE, Miss, Rewrite, RewriteReport
 from pool3d_pass.rewriting import emit
+from pool3d_pass.rewriting.inference import replace_with_forward_output, signature_of
 from pool3d_pass.rewriting.indices import SavedForward, build_from_indices, build_from_input, replace_forward
 from pool3d_pass.rewriting.recompute import build_recompute
 from pool3d_pass.rewriting.strategy import (
@@ -53,7 +62,8 @@ PASS_NAME = "Pool3dMaxPoolBackward"
 PASS_ARGUMENT = "pool3d-max-pool-backward"
 PASS_DESCRIPTION = (
     "Rewrite StableHLO max-pool gradients (select_and_scatter GE/add), and their forward "
-    "max pools, into the pool3d contract's custom calls (recompute or indices strategy)."
+    "max pools, into the pool3d contract's custom calls (recompute or indices strategy); "
+    "with a platform target, forward max pools without a gradient too (forward-output call)."
 )
 
 # The bindings' convention: a pattern returns a truthy value when it did NOT match.
@@ -72,6 +82,7 @@ class _PassRun:
         self.report = RewriteReport(strategy=self.chooser.strategy)
         self.pending_folds: list[tuple[ir.OpView, ir.OpView | None]] = []
         self.saved_forwards: dict[ir.Operation, SavedForward] = {}
+        self.forwards_alone: list[ir.Operation] = []  # reduce_windows the forward-output call replaced
 
     def patterns(self) -> mlir_rewrite.FrozenRewritePatternSet:
         patterns = mlir_rewrite.RewritePatternSet()
@@ -110,6 +121,37 @@ class _PassRun:
         rewriter.replace_op(op, [grad_input])
         _erase_if_unused(rewriter, padding_chain)
         _erase_if_unused(rewriter, u.defining_op(match.zero))
+        return _MATCHED
+
+    def forward_alone_patterns(self) -> mlir_rewrite.FrozenRewritePatternSet | None:
+        """The second walk's: forward max pools left without a gradient (rewriting/inference.py)."""
+        if self.options.neutral or self.binding is None:
+            return None
+        if not self.binding.implements(FORWARD_OUTPUT, partitioned=self.options.partitioned):
+            return None
+        patterns = mlir_rewrite.RewritePatternSet()
+        patterns.add(stablehlo.ReduceWindowOp, self.rewrite_forward_alone)
+        return patterns.freeze()
+
+    def rewrite_forward_alone(self, op: ir.OpView, rewriter) -> bool:
+        if not is_max_pool(op):
+            return _NO_MATCH
+        location = u.format_location(op.location, self.options.filename)
+        try:
+            pool = match_forward_pool(op)
+            reason = binding_refusal(self.binding, self.options.target, signature_of(pool), self.options.mesh)
+            if reason is not None:
+                raise NoMatch(reason)
+        except NoMatch as reason:
+            self.report.add(Miss(location, str(reason), FORWARD_ALONE))
+            return _NO_MATCH
+        replace_with_forward_output(pool, self.emit)
+        g = pool.geometry
+        self.report.forward_alone += 1
+        self.report.add(Rewrite(location, f"{g.data_format} kernel_size={list(g.kernel_size)} stride={list(g.stride)} "
+                                          f"padding={list(g.padding)}, {pool.element_type}, forward-output call",
+                                FORWARD_ALONE))
+        self.forwards_alone.append(op.operation)  # erased after the walk, with what only it used
         return _MATCHED
 
     def build(self, match, forward: ir.OpView | None, plan: Plan) -> ir.Value:
@@ -258,6 +300,10 @@ def _run_callable(on_report: Callable[[RewriteReport], None] | None, options: Pa
         try:
             mlir_rewrite.walk_and_apply_patterns(op, state.patterns())
             state.erase_replaced_forwards()
+            forward_alone = state.forward_alone_patterns()
+            if forward_alone is not None:
+                mlir_rewrite.walk_and_apply_patterns(op, forward_alone)
+                _erase_unused_chains(state.forwards_alone)
         except Exception:  # a bug in a pattern: fail the pass rather than emit half-rewritten IR
             pass_.signal_pass_failure()
             raise

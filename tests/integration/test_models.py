@@ -28,8 +28,8 @@ def kernel_calls(hlo: str) -> dict[str, int]:
 # Two pools, each with its forward in the training step: recompute runs the
 # backward call twice; indices runs the forward call and the from-indices call twice.
 EXPECTED_CALLS = {
-    "recompute": {"backward": 2, "forward": 0, "backward_from_indices": 0, "backward_from_input": 0},
-    "indices": {"backward": 0, "forward": 2, "backward_from_indices": 2, "backward_from_input": 0},
+    "recompute": {"backward": 2, "forward": 0, "forward_output": 0, "backward_from_indices": 0, "backward_from_input": 0},
+    "indices": {"backward": 0, "forward": 2, "forward_output": 0, "backward_from_indices": 2, "backward_from_input": 0},
 }
 
 

@@ -8,6 +8,8 @@ from JAX through `jax.ffi.ffi_call` and are traceable under `jax.jit`:
 - `max_pooling_3d_backward(grad_output, input, output)`: the recompute
   backward (`TARGET_NAME`);
 - `max_pooling_3d_forward(input)` -> `(output, indices)`, indices int16;
+- `max_pooling_3d_forward_output(input)` -> `output`: the forward of an
+  inference program, y only;
 - `max_pooling_3d_backward_from_indices(grad_output, indices, input_shape=)`;
 - `max_pooling_3d_backward_from_input(grad_output, input)`: the bare
   gradient, fused.
@@ -33,6 +35,7 @@ from pool3d_pass.contract import (
     BACKWARD_FROM_INDICES,
     BACKWARD_FROM_INPUT,
     FORWARD,
+    FORWARD_OUTPUT,
     INDEX_TYPE,
     LAYOUTS,
     TARGET_NAME,
@@ -53,6 +56,7 @@ __all__ = [
     "is_registered",
     "max_pooling_3d_backward",
     "max_pooling_3d_forward",
+    "max_pooling_3d_forward_output",
     "max_pooling_3d_backward_from_indices",
     "max_pooling_3d_backward_from_input",
 ]
@@ -130,6 +134,32 @@ def max_pooling_3d_forward(
         (jax.ShapeDtypeStruct(shape, input.dtype), jax.ShapeDtypeStruct(shape, INDEX_DTYPE)),
     )
     return tuple(call(input, **attrs))
+
+
+def max_pooling_3d_forward_output(
+    input,  # noqa: A002 - the contract's operand name
+    *,
+    kernel_size: Sequence[int],
+    stride: Sequence[int],
+    padding: Sequence[int],
+    data_format: str = "NCDHW",
+    output_format: str | None = None,
+):
+    """3-D max pool, the output alone (an inference forward), by the CPU FFI kernel.
+
+    Same arguments as `max_pooling_3d_forward`. Returns `output`: the window
+    maxima, bit for bit the forward's `output` (IEEE maximum: +0 over -0,
+    infinities; a window holding a NaN gives its first NaN), which is XLA's
+    `reduce_window` max wherever XLA:CPU follows IEEE (docs/contract.md,
+    "The inference forward").
+    """
+    import jax
+
+    register()
+    attrs = _attributes(kernel_size, stride, padding, data_format, output_format)
+    shape = _output_shape(input.shape, attrs)
+    call = jax.ffi.ffi_call(TARGETS[FORWARD_OUTPUT], jax.ShapeDtypeStruct(shape, input.dtype))
+    return call(input, **attrs)
 
 
 def max_pooling_3d_backward_from_indices(

@@ -20,6 +20,7 @@ namespace {
 
 constexpr const char* kBackward = "pool3d.max_pooling_3d_backward";
 constexpr const char* kForward = "pool3d.max_pooling_3d_forward";
+constexpr const char* kForwardOutput = "pool3d.max_pooling_3d_forward_output";
 constexpr const char* kFromIndices =
     "pool3d.max_pooling_3d_backward_from_indices";
 constexpr const char* kFromInput = "pool3d.max_pooling_3d_backward_from_input";
@@ -101,6 +102,27 @@ ffi::Error Forward(ffi::AnyBuffer input, ffi::Result<ffi::AnyBuffer> output,
   if (input.element_count() == 0) return ffi::Error::Success();
   MaxPool3dForward(g, t, input.untyped_data(), output->untyped_data(),
                    static_cast<int16_t*>(indices->untyped_data()));
+  return ffi::Error::Success();
+}
+
+ffi::Error ForwardOutput(ffi::AnyBuffer input,
+                         ffi::Result<ffi::AnyBuffer> output, PoolAttrs a) {
+  const char* tg = kForwardOutput;
+  ElementType t;
+  if (auto e = CheckFloatOperands(tg, {"input", &input},
+                                  {{"result (output)", &*output}}, &t);
+      e.failure())
+    return e;
+  Geom g{};
+  if (auto e = CheckAttributes(tg, a, &g); e.failure()) return e;
+  auto in = input.dimensions();
+  if (auto e = SetInputShape(tg, "input", in, a, &g); e.failure()) return e;
+  if (auto e = CheckOutputShape(tg, {"result (output)", &*output}, in, a, g);
+      e.failure())
+    return e;
+  // Zero batch or channels: an empty result.
+  if (input.element_count() == 0) return ffi::Error::Success();
+  MaxPool3dForwardOutput(g, t, input.untyped_data(), output->untyped_data());
   return ffi::Error::Success();
 }
 
@@ -191,6 +213,13 @@ ffi::Error ForwardImpl(ffi::AnyBuffer input, ffi::Result<ffi::AnyBuffer> output,
   });
 }
 
+ffi::Error ForwardOutputImpl(ffi::AnyBuffer input,
+                             ffi::Result<ffi::AnyBuffer> output,
+                             POOL3D_ATTR_PARAMS) {
+  return Guarded(kForwardOutput,
+                 [&] { return ForwardOutput(input, output, POOL3D_ATTR_ARGS); });
+}
+
 ffi::Error FromIndicesImpl(ffi::AnyBuffer grad_output, ffi::AnyBuffer indices,
                            ffi::Result<ffi::AnyBuffer> grad_input,
                            POOL3D_ATTR_PARAMS) {
@@ -232,6 +261,12 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(
                      .Arg<xla::ffi::AnyBuffer>()     // input
                      .Ret<xla::ffi::AnyBuffer>()     // output
                      .Ret<xla::ffi::AnyBuffer>()));  // indices
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(
+    Pool3dMaxPooling3dForwardOutput, pool3d::ForwardOutputImpl,
+    POOL3D_ATTRS(xla::ffi::Ffi::Bind()
+                     .Arg<xla::ffi::AnyBuffer>()     // input
+                     .Ret<xla::ffi::AnyBuffer>()));  // output
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(
     Pool3dMaxPooling3dBackwardFromIndices, pool3d::FromIndicesImpl,

@@ -10,6 +10,7 @@
 
 extern "C" XLA_FFI_Error* Pool3dMaxPooling3dBackward(XLA_FFI_CallFrame*);
 extern "C" XLA_FFI_Error* Pool3dMaxPooling3dForward(XLA_FFI_CallFrame*);
+extern "C" XLA_FFI_Error* Pool3dMaxPooling3dForwardOutput(XLA_FFI_CallFrame*);
 extern "C" XLA_FFI_Error* Pool3dMaxPooling3dBackwardFromIndices(
     XLA_FFI_CallFrame*);
 extern "C" XLA_FFI_Error* Pool3dMaxPooling3dBackwardFromInput(
@@ -31,6 +32,7 @@ PyObject* Handlers(PyObject*, PyObject*) {
   const Entry entries[] = {
       {"backward", Pool3dMaxPooling3dBackward},
       {"forward", Pool3dMaxPooling3dForward},
+      {"forward_output", Pool3dMaxPooling3dForwardOutput},
       {"backward_from_indices", Pool3dMaxPooling3dBackwardFromIndices},
       {"backward_from_input", Pool3dMaxPooling3dBackwardFromInput},
   };

@@ -101,18 +101,43 @@ void FromIndicesNcdhw(const Geom& g, const typename T::M* go,
             // The taps of this row's windows are real in D and H?
             const bool dh_real = d0 >= 0 && d0 + g.kD <= g.D && h0 >= 0 &&
                                  h0 + g.kH <= g.H;
-            for (int64_t ow = 0; ow < g.Wo; ++ow) {
-              const int64_t t = ip[o + ow];
-              if (uint64_t(t) >= uint64_t(taps)) continue;
-              if (!dh_real || ow < ilo || ow >= ihi) {
+            // Windows with some tap in the padding: check the selected tap.
+            auto checked = [&](int64_t lo, int64_t hi) {
+              for (int64_t ow = lo; ow < hi; ++ow) {
+                const int64_t t = ip[o + ow];
+                if (uint64_t(t) >= uint64_t(taps)) continue;
                 const int64_t d = d0 + tab.td[t], h = h0 + tab.th[t],
                               w = ow * g.sW - g.pW + tab.tw[t];
                 if (d < 0 || d >= g.D || h < 0 || h >= g.H || w < 0 ||
                     w >= g.W)
                   continue;  // a tap in the padding
+                acc[row + ow * g.sW + tab.off[t]] += T::ToF32(gp[o + ow]);
               }
-              acc[row + ow * g.sW + tab.off[t]] += T::ToF32(gp[o + ow]);
+            };
+            if (!dh_real) {
+              checked(0, g.Wo);
+              continue;
             }
+            checked(0, std::min(ilo, g.Wo));
+            // Interior windows: every tap real, only the index range to check.
+            const int64_t* __restrict off = tab.off.data();
+            float* __restrict ar = acc + row;
+            const int16_t* __restrict ir = ip + o;
+            const M* __restrict gr = gp + o;
+            const uint32_t ntaps = uint32_t(taps);
+            if (g.sW == 1) {  // stride 1 (k3 s1 p1): no multiply per window
+              for (int64_t ow = ilo; ow < ihi; ++ow) {
+                const int32_t t = ir[ow];
+                if (uint32_t(t) < ntaps) ar[ow + off[t]] += T::ToF32(gr[ow]);
+              }
+            } else {
+              for (int64_t ow = ilo; ow < ihi; ++ow) {
+                const int32_t t = ir[ow];
+                if (uint32_t(t) < ntaps)
+                  ar[ow * g.sW + off[t]] += T::ToF32(gr[ow]);
+              }
+            }
+            checked(std::max(ihi, std::min(ilo, g.Wo)), g.Wo);
           }
         }
         if constexpr (!kF32) {
@@ -185,7 +210,11 @@ void Dispatch(const Geom& g, const void* go, const int16_t* idx, void* dx) {
   auto* gm = static_cast<const M*>(go);
   auto* dm = static_cast<M*>(dx);
   if (g.in_cl != g.out_cl) return FromIndicesGeneric<T>(g, gm, idx, dm);
-  if (g.in_cl) return FromIndicesNdhwc<T>(g, gm, idx, dm);
+  if (g.in_cl) {
+    if (!g.overlap)
+      return FromIndicesNdhwcGather<T>(g, gm, idx, dm);
+    return FromIndicesNdhwc<T>(g, gm, idx, dm);
+  }
   if (!g.overlap) return FromIndicesNcdhwNoOverlap<T>(g, gm, idx, dm);
   return FromIndicesNcdhw<T>(g, gm, idx, dm);
 }

@@ -1,8 +1,10 @@
 // pool3d.max_pooling_3d_forward: (output, indices) from input.
 //
+// NDHWC runs the lane search across channels (forward_cl.cc) where it pays
+// (LanesPay), else the separable one across channels (common/separable_cl.h).
 // NCDHW runs the separable first-max search (common/separable_ncdhw.h) when
-// windows overlap and a single pass over the input when they do not, NDHWC
-// the separable one across channels (common/separable_cl.h), all with NaN
+// windows overlap and a single pass over the input when they do not, all
+// with NaN
 // sorting above every number (KeyNanHigh) and indices counted as tap numbers
 // (td * kH * kW + th * kW + tw). The winner's key then gives the output
 // directly: keys order like the floats and map back to their bits, except in
@@ -188,13 +190,24 @@ void ForwardNdhwc(const Geom& g, const typename T::M* x, typename T::M* y,
       });
 }
 
+// Where the channels-last lane search beats the separable one (measured by
+// instruction counts, docs/benchmarks.md): a full vector of channels, and
+// windows that overlap little (at most 8 taps per window and stride cell; at
+// k3 s1, 27 taps, the separable search shares the work between windows).
+inline bool LanesPay(const Geom& g, int64_t lanes) {
+  return g.C >= lanes && g.Taps() <= 8 * g.sD * g.sH * g.sW;
+}
+
 template <class T>
 void Dispatch(const Geom& g, const void* x, void* y, int16_t* idx) {
   using M = typename T::M;
   auto* xm = static_cast<const M*>(x);
   auto* ym = static_cast<M*>(y);
   if (g.in_cl != g.out_cl) return ForwardGeneric<T>(g, xm, ym, idx);
-  if (g.in_cl) return ForwardNdhwc<T>(g, xm, ym, idx);
+  if (g.in_cl) {
+    if (LanesPay(g, 32 / sizeof(M))) return ForwardNdhwcLanes<T>(g, xm, ym, idx);
+    return ForwardNdhwc<T>(g, xm, ym, idx);
+  }
   if (g.overlap) return ForwardNcdhw<T>(g, xm, ym, idx);
   if (g.sW == g.kW && g.kW == 2) return ForwardNcdhwNoOverlap<T, 2>(g, xm, ym, idx);
   if (g.sW == g.kW && g.kW == 3) return ForwardNcdhwNoOverlap<T, 3>(g, xm, ym, idx);

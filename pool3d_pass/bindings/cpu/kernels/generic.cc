@@ -102,6 +102,18 @@ void ForwardGeneric(const Geom& g, const typename T::M* x, typename T::M* y,
 }
 
 template <class T>
+void ForwardOutputGeneric(const Geom& g, const typename T::M* x,
+                          typename T::M* y) {
+  ForEachPlane(g, false, [&](int64_t xo, int64_t yo, const int64_t* xs,
+                             const int64_t* ys, float*) {
+    ForEachWindow(g, ys, [&](int64_t d0, int64_t h0, int64_t w0, int64_t oo) {
+      int32_t tap;
+      WindowFirstMax<T>(g, x + xo, xs + 2, d0, h0, w0, &y[yo + oo], &tap);
+    });
+  });
+}
+
+template <class T>
 void FromIndicesGeneric(const Geom& g, const typename T::M* go,
                         const int16_t* idx, typename T::M* dx) {
   const int64_t taps = g.Taps();
@@ -142,6 +154,7 @@ void FromInputGeneric(const Geom& g, const typename T::M* go,
   template void BackwardGeneric<T>(const Geom&, const T::M*, const T::M*,     \
                                    const T::M*, T::M*);                       \
   template void ForwardGeneric<T>(const Geom&, const T::M*, T::M*, int16_t*); \
+  template void ForwardOutputGeneric<T>(const Geom&, const T::M*, T::M*);     \
   template void FromIndicesGeneric<T>(const Geom&, const T::M*,               \
                                       const int16_t*, T::M*);                 \
   template void FromInputGeneric<T>(const Geom&, const T::M*, const T::M*,    \

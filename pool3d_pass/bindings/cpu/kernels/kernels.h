@@ -24,6 +24,10 @@ void MaxPool3dBackward(const Geom& g, ElementType t, const void* grad_output,
 void MaxPool3dForward(const Geom& g, ElementType t, const void* input,
                       void* output, int16_t* indices);
 
+// pool3d.max_pooling_3d_forward_output: output (y) only, from input.
+void MaxPool3dForwardOutput(const Geom& g, ElementType t, const void* input,
+                            void* output);
+
 // pool3d.max_pooling_3d_backward_from_indices: grad_input from
 // (grad_output, indices).
 void MaxPool3dBackwardFromIndices(const Geom& g, ElementType t,

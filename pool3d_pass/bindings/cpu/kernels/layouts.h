@@ -31,11 +31,26 @@ template <class T>
 void ForwardGeneric(const Geom& g, const typename T::M* x, typename T::M* y,
                     int16_t* idx);
 template <class T>
+void ForwardOutputGeneric(const Geom& g, const typename T::M* x,
+                          typename T::M* y);
+template <class T>
 void FromIndicesGeneric(const Geom& g, const typename T::M* go,
                         const int16_t* idx, typename T::M* dx);
 template <class T>
 void FromInputGeneric(const Geom& g, const typename T::M* go,
                       const typename T::M* x, typename T::M* dx);
+
+// forward_cl.cc: the channels-last forward by lane search across channels
+// (common/lane_search.h).
+template <class T>
+void ForwardNdhwcLanes(const Geom& g, const typename T::M* x, typename T::M* y,
+                       int16_t* idx);
+
+// from_indices_cl.cc: backward_from_indices, channels-last, windows that do
+// not overlap, by gather.
+template <class T>
+void FromIndicesNdhwcGather(const Geom& g, const typename T::M* go,
+                            const int16_t* idx, typename T::M* dx);
 
 // Whether the fast channels-first / channels-last searches can take g (their
 // offsets within a plane or an output row are int32).

@@ -1,0 +1,44 @@
+// The channels-last forward (y and indices) by lane search
+// (common/lane_search.h): one work item is one output row (b, od, oh), its
+// pixels' channels (or, at stride 1 along W, the whole interior of the row)
+// searched as lanes, tap by tap, in the element's own type. No staging copy,
+// no key pass: every input element is read where a window needs it.
+#include <cstdint>
+
+#include "common/cl_rows.h"
+#include "common/element_types.h"
+#include "common/geometry.h"
+#include "common/lane_search.h"
+#include "common/threading.h"
+#include "layouts.h"
+
+namespace pool3d {
+
+template <class T>
+void ForwardNdhwcLanes(const Geom& g, const typename T::M* x, typename T::M* y,
+                       int16_t* idx) {
+  const int64_t rows = g.B * g.Do * g.Ho, C = g.C;
+  const int64_t in_batch = g.D * g.H * g.W * C;
+  ParallelFor<ClTaps>(
+      rows, ThreadCount(rows, g.B * in_batch), [&](int64_t r, ClTaps& s) {
+        const int64_t oh = r % g.Ho, od = r / g.Ho % g.Do, b = r / (g.Ho * g.Do);
+        const typename T::M* xb = x + b * in_batch;
+        const int64_t o = r * g.Wo * C;
+        ForEachRunCl(g, od, oh, s,
+                     [&](int64_t base, const int64_t* off, const int16_t* tap,
+                         int64_t ntaps, int64_t n, int64_t ow0) {
+                       SearchFirstMax<T>(xb + base, off, tap, ntaps, n,
+                                         y + o + ow0 * C, idx + o + ow0 * C);
+                     });
+      });
+}
+
+#define POOL3D_INSTANTIATE(T)                                             \
+  template void ForwardNdhwcLanes<T>(const Geom&, const T::M*, T::M*,     \
+                                     int16_t*);
+POOL3D_INSTANTIATE(F32T)
+POOL3D_INSTANTIATE(BF16T)
+POOL3D_INSTANTIATE(F16T)
+#undef POOL3D_INSTANTIATE
+
+}  // namespace pool3d

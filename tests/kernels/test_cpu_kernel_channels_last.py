@@ -1,0 +1,187 @@
+"""Tests of the lane kernels: the channels-last forward (lanes across channels,
+stride-1 rows as (w, c) lanes), the channels-last backward from indices by
+gather where windows do not overlap, and the forward_output call (y only,
+both layouts).
+
+Judged as tests/test_cpu_kernel_layer.py judges the layer calls (its numpy
+statement of the contract, and XLA), over channel counts from 1 to 256
+(odd ones, and non-multiples of every vector width: 8 f32 lanes, 16 int16
+lanes, the 256-lane chunk), stride 1 and overlapping windows, and tie-heavy,
+signed-zero, -inf and NaN inputs in f32, bf16 and f16.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from jax import lax
+
+from pool3d_pass.bindings import cpu, cpu_partitioned, reference
+from pool3d_pass.contract import FORWARD_OUTPUT, TARGETS
+from pool3d_pass.contract.sharding import sharding_rule
+from test_cpu_kernel_layer import (
+    DTYPES,
+    KINDS,
+    bits,
+    cast,
+    check_against_spec,
+    from_layout,
+    make_x,
+    spec_forward,
+    to_layout,
+)
+
+# kernel, stride, padding
+WINDOWS = [
+    ((2, 2, 2), (2, 2, 2), (0, 0, 0)),  # no overlap: the gather backward
+    ((3, 3, 3), (2, 2, 2), (1, 1, 1)),  # overlap
+    ((3, 3, 3), (1, 1, 1), (1, 1, 1)),  # stride 1: (w, c) lanes
+    ((2, 3, 2), (1, 2, 3), (1, 0, 1)),  # mixed; gaps along W
+    ((1, 3, 3), (1, 1, 2), (0, 1, 1)),  # stride 1 along D and H only
+]
+CHANNELS = [1, 3, 7, 8, 15, 17, 33, 64, 100, 256, 257]
+
+
+def _ids(w):
+    return f"k{w[0]}-s{w[1]}-p{w[2]}"
+
+
+@functools.lru_cache(maxsize=None)
+def _forward_output(k, s, p, layout):
+    a = dict(kernel_size=k, stride=s, padding=p, data_format=layout)
+    return jax.jit(lambda x: cpu.max_pooling_3d_forward_output(x, **a))
+
+
+@functools.lru_cache(maxsize=None)
+def _reduce_window(k, s, p, layout):
+    if layout == "NCDHW":
+        win, st_, pad = (1, 1) + k, (1, 1) + s, ((0, 0), (0, 0)) + tuple((q, q) for q in p)
+    else:
+        win, st_, pad = (1,) + k + (1,), (1,) + s + (1,), ((0, 0),) + tuple((q, q) for q in p) + ((0, 0),)
+    return jax.jit(lambda v: lax.reduce_window(v, jnp.array(-jnp.inf, v.dtype), lax.max, win, st_, pad))
+
+
+def _same_nan_and_bits(ours, xla, msg):
+    """Bit for bit where neither is NaN; a NaN of XLA's is a NaN of ours. (The
+    converse fails on XLA:CPU's side: measured, jaxlib 0.10.2, its
+    reduce_window sometimes drops a window's NaN, in f32 too; the contract's
+    maximum, like IEEE maximum, is NaN.)"""
+    ours, xla = np.asarray(ours), np.asarray(xla)
+    nan_o, nan_x = np.isnan(ours.astype(np.float32)), np.isnan(xla.astype(np.float32))
+    assert not np.any(nan_x & ~nan_o), f"{msg}: a NaN of XLA's is not NaN here"
+    keep = ~nan_o & ~nan_x
+    np.testing.assert_array_equal(bits(ours)[keep], bits(xla)[keep], err_msg=msg)
+
+
+def check_forward_output(x32_ncdhw, dtype, k, s, p, layout, kind, check_xla=True):
+    """forward_output == the forward call's output == the contract's maximum, bit for
+    bit (NaN maxima: the window's first NaN); and XLA's reduce_window where XLA
+    itself gives IEEE's maximum (see test_xla_reduce_window_signed_zeros)."""
+    x = to_layout(cast(x32_ncdhw, dtype), layout)
+    k, s, p = tuple(k), tuple(s), tuple(p)
+    y = np.asarray(_forward_output(k, s, p, layout)(x))
+    y_spec, _ = spec_forward(from_layout(x, layout), k, s, p)
+    np.testing.assert_array_equal(bits(from_layout(y, layout)), bits(y_spec), err_msg=f"{kind}: contract maximum")
+    y_fwd, _ = cpu.max_pooling_3d_forward(x, kernel_size=k, stride=s, padding=p, data_format=layout)
+    np.testing.assert_array_equal(bits(y), bits(np.asarray(y_fwd)), err_msg=f"{kind}: forward's output")
+    if check_xla and kind != "zeros":
+        _same_nan_and_bits(y, _reduce_window(k, s, p, layout)(x), f"{kind}: XLA reduce_window")
+
+
+@pytest.mark.parametrize("window", WINDOWS, ids=_ids)
+@pytest.mark.parametrize("channels", CHANNELS)
+def test_channels_last_layer_calls_over_channel_counts(window, channels):
+    k, s, p = window
+    for n, (dtype, kind) in enumerate((("f32", "ints"), ("bf16", "zeros"), ("f16", "nan"), ("f32", "neg_inf"))):
+        x32 = make_x(kind, (2, channels, 4, 5, 6), seed=channels + n)
+        check_against_spec(x32, DTYPES[dtype], k, s, p, "NDHWC", kind, check_xla=kind in ("ints", "zeros"))
+
+
+@pytest.mark.parametrize("layout", ["NCDHW", "NDHWC"])
+@pytest.mark.parametrize("dtype", sorted(DTYPES))
+@pytest.mark.parametrize("window", WINDOWS, ids=_ids)
+def test_forward_output_follows_the_contract_and_xla(window, dtype, layout):
+    k, s, p = window
+    for kind in KINDS:
+        for channels in (3, 17):
+            check_forward_output(make_x(kind, (2, channels, 5, 6, 7)), DTYPES[dtype], k, s, p, layout, kind)
+
+
+def test_forward_output_normal_values_match_xla_on_larger_shapes():
+    rng = np.random.default_rng(3)
+    for layout, dtype, window in (("NCDHW", "f32", WINDOWS[0]), ("NDHWC", "bf16", WINDOWS[1]),
+                                  ("NDHWC", "f32", WINDOWS[2]), ("NCDHW", "f16", WINDOWS[3])):
+        x32 = rng.standard_normal((2, 24, 9, 20, 20)).astype(np.float32)
+        check_forward_output(x32, DTYPES[dtype], *window, layout, "normal")
+
+
+def test_xla_reduce_window_signed_zeros():
+    """Why forward_output is judged by the contract on mixed +0/-0 windows: on larger
+    f32 tensors XLA:CPU's reduce_window max is not IEEE maximum there (measured, jaxlib
+    0.10.2: the sign of a window mixing +0 and -0 depends on which tap holds which),
+    while the kernel's is (+0 whenever the window holds a +0), as on small shapes."""
+    rng = np.random.default_rng(0)
+    x = rng.choice(np.array([0.0, -0.0], np.float32), (2, 16, 6, 8, 10))
+    k = s = (2, 2, 2)
+    y = np.asarray(_forward_output(k, s, (0, 0, 0), "NCDHW")(x))
+    any_plus = ~np.signbit(x).reshape(2, 16, 3, 2, 4, 2, 5, 2).all(axis=(3, 5, 7))
+    np.testing.assert_array_equal(~np.signbit(y), any_plus)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    data=st.data(),
+    dtype=st.sampled_from(sorted(DTYPES)),
+    kind=st.sampled_from(KINDS),
+)
+def test_drawn_channels_last_configurations(data, dtype, kind):
+    k = tuple(data.draw(st.integers(1, 3)) for _ in range(3))
+    s = tuple(data.draw(st.integers(1, 3)) for _ in range(3))
+    p = tuple(data.draw(st.integers(0, kk - 1)) for kk in k)
+    spatial = tuple(data.draw(st.integers(max(1, kk - 2 * q), 6)) for kk, q in zip(k, p))
+    shape = (data.draw(st.integers(1, 2)), data.draw(st.integers(1, 256))) + spatial
+    x32 = make_x(kind, shape, seed=data.draw(st.integers(0, 1000)))
+    check_against_spec(x32, DTYPES[dtype], k, s, p, "NDHWC", kind, check_xla=False)
+    layout = data.draw(st.sampled_from(["NCDHW", "NDHWC"]))
+    check_forward_output(x32, DTYPES[dtype], k, s, p, layout, kind, check_xla=False)
+
+
+def test_stride_one_rows_longer_than_a_lane_chunk():
+    # (w, c) lanes: Wo * C = 40 * 33 lanes, several 256-lane chunks and a tail.
+    x32 = make_x("ints", (1, 33, 3, 3, 42))
+    for dtype in ("f32", "bf16"):
+        check_against_spec(x32, DTYPES[dtype], (3, 3, 3), (1, 1, 1), (0, 1, 0), "NDHWC", "ints")
+        check_forward_output(x32, DTYPES[dtype], (3, 3, 3), (1, 1, 1), (0, 1, 0), "NDHWC", "ints")
+
+
+def test_forward_output_in_the_contract_and_every_binding():
+    assert TARGETS[FORWARD_OUTPUT] == "pool3d.max_pooling_3d_forward_output"
+    x = cast(make_x("ints", (2, 5, 6, 7, 8)), DTYPES["bf16"])
+    a = dict(kernel_size=(3, 3, 3), stride=(2, 2, 2), padding=(1, 1, 1), data_format="NCDHW")
+    y = np.asarray(cpu.max_pooling_3d_forward_output(x, **a))
+    np.testing.assert_array_equal(bits(np.asarray(jax.jit(lambda v: reference.max_pooling_3d_forward_output(v, **a))(x))), bits(y))
+    np.testing.assert_array_equal(bits(np.asarray(jax.jit(lambda v: cpu_partitioned.max_pooling_3d_forward_output(v, **a))(x))), bits(y))
+    rule = sharding_rule(FORWARD_OUTPUT, "NDHWC")  # batch i and channels j kept, pooled factors apart
+    assert rule.operands == (("i", "n", "o", "p", "j"),) and rule.results == (("i", "k", "l", "m", "j"),)
+
+
+def test_forward_output_rejects_a_wrong_result_shape():
+    cpu.register()
+    call = jax.ffi.ffi_call(TARGETS[FORWARD_OUTPUT], jax.ShapeDtypeStruct((1, 2, 3, 2, 2), np.float32))
+    attrs = dict(kernel_size=np.array([2, 2, 2], np.int64), stride=np.array([2, 2, 2], np.int64),
+                 padding=np.array([0, 0, 0], np.int64), data_format="NCDHW", output_format="NCDHW")
+    with pytest.raises(Exception, match="max_pooling_3d_forward_output"):
+        jax.block_until_ready(call(np.zeros((1, 2, 4, 4, 4), np.float32), **attrs))
+
+
+def test_forward_output_zero_batch():
+    x = np.zeros((0, 4, 4, 4, 3), np.float32)
+    y = cpu.max_pooling_3d_forward_output(x, kernel_size=(2, 2, 2), stride=(2, 2, 2), padding=(0, 0, 0),
+                                          data_format="NDHWC")
+    assert y.shape == (0, 2, 2, 2, 3)
