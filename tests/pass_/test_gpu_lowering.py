@@ -152,7 +152,8 @@ def test_auto_leaves_gpu_programs_unchanged_with_a_remark():
     text = (FIXTURES / "jax_ncdhw_k3s2_p1_f32.mlir").read_text()
     new_text, report = pool3d_pass.rewrite_text(text, target="gpu")
     assert report.rewritten == 0 and "stablehlo.select_and_scatter" in new_text and TRITON not in new_text
-    assert [m.reason for m in report.missed] == [f"gpu binding: {gpu_binding.AUTO_REFUSAL}"]
+    # the gradient, and the forward max pool (which an inference rewrite would take)
+    assert {m.reason for m in report.missed} == {f"gpu binding: {gpu_binding.AUTO_REFUSAL}"}
     _, recompute = pool3d_pass.rewrite_text(text, target="gpu", strategy="recompute")
     assert recompute.rewritten == 1
 
