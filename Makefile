@@ -174,3 +174,36 @@ check-jax:
 	cd /tmp && $(abspath $(VENV_CHECK))/bin/python $(abspath scripts/check_release.py)
 	PATH="$(abspath $(VENV_CHECK))/bin:$$PATH" $(VENV_CHECK)/bin/pytest -q $(filter-out tests/numerics/test_numerics_torch.py tests/bench/test_bench_harness.py,$(PASS_TESTS))
 	PATH="$(abspath $(VENV_CHECK))/bin:$$PATH" $(VENV_CHECK)/bin/lit -s lit_tests
+
+# --- The gpu binding (docs/gpu.md) ----------------------------------------------
+# gpu-compile-check: XLA:GPU's deviceless compile for an NVIDIA H200, no GPU needed, in
+# its own venv $(GPU_VENV) (the CUDA plugin must not reach the main venvs: JAX would try
+# to start it in every test). Installs JAX $(GPU_JAX), jax-cuda12-plugin/-pjrt of that
+# version and nvidia-cuda-nvcc-cu12 (ptxas; ~240 MB of wheels, ~5 s to install here, the
+# whole venv ~1 min), then runs tests/integration/test_gpu_deviceless.py there and compiles every
+# rewritten bench program (scripts/gpu_compile_check.py: Triton calls, ptxas registers,
+# no spills). Run by hand; `make test` skips those tests (their reason says so).
+# gpu-check: the device check (scripts/gpu_check.py), on a machine with an NVIDIA GPU and
+# JAX's CUDA plugin, with that machine's own Python ($(GPU_CHECK_PYTHON)); a CPU dry run:
+# `make gpu-check GPU_CHECK_ARGS=--platform=cpu`.
+.PHONY: gpu-compile-check gpu-check
+GPU_PYTHON       ?= $(PYTHON312)
+GPU_JAX          ?= $(JAX)
+GPU_VENV         ?= .venv-gpu
+GPU_STAMP        := $(GPU_VENV)/.pool3d-gpu-installed
+GPU_CHECK_PYTHON ?= python3
+GPU_CHECK_ARGS   ?=
+
+$(GPU_STAMP):
+	$(call need_python,$(GPU_PYTHON),$(PYTHON_VERSION))
+	test -x $(GPU_VENV)/bin/python || $(GPU_PYTHON) -m venv $(GPU_VENV)
+	$(GPU_VENV)/bin/python -m pip --disable-pip-version-check -q install jax==$(GPU_JAX) jaxlib==$(GPU_JAX) \
+	  jax-cuda12-plugin==$(GPU_JAX) jax-cuda12-pjrt==$(GPU_JAX) nvidia-cuda-nvcc-cu12 pytest hypothesis
+	touch $@
+
+gpu-compile-check: $(GPU_STAMP)
+	PYTHONPATH=$(CURDIR) JAX_PLATFORMS=cpu $(GPU_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/integration/test_gpu_deviceless.py
+	PYTHONPATH=$(CURDIR) JAX_PLATFORMS=cpu $(GPU_VENV)/bin/python scripts/gpu_compile_check.py
+
+gpu-check:
+	PYTHONPATH=$(CURDIR) $(GPU_CHECK_PYTHON) scripts/gpu_check.py $(GPU_CHECK_ARGS)

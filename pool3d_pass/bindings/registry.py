@@ -152,3 +152,6 @@ register_binding(
 # A pure-JAX implementation of the contract: runs anywhere JAX does, used to
 # test the binding mechanism and as an executable statement of the semantics.
 register_binding(Binding("reference", _all_calls("pool3d_pass.bindings.reference"), "cpu", contract_preconditions))
+# NVIDIA GPUs (JAX's CUDA client reports platform "gpu"): Pallas kernels on the
+# Triton backend, lowered for cuda; opt-in under strategy auto (docs/gpu.md).
+register_binding(importlib.import_module("pool3d_pass.bindings.gpu.binding").make_binding())

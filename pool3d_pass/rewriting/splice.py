@@ -104,9 +104,9 @@ def _enclosing_module(block: ir.Block) -> ir.Operation:
     return op
 
 
-def _fresh_symbol(table: ir.SymbolTable, base: str) -> str:
+def _fresh_symbol(table: ir.SymbolTable, base: str, taken=()) -> str:
     name, suffix = f"{base}_pool3d", 0
-    while name in table:
+    while name in table or name in taken:
         suffix += 1
         name = f"{base}_pool3d{suffix}"
     return name
@@ -114,13 +114,23 @@ def _fresh_symbol(table: ir.SymbolTable, base: str) -> str:
 
 def _move_private_functions(source: ir.Module, main: ir.OpView, target_module: ir.Operation) -> None:
     target_body = ir.InsertionPoint(target_module.regions[0].blocks[0])
-    for op in list(source.body.operations):
-        if op.operation == main.operation or op.operation.name != "func.func":
-            continue  # e.g. the sdy.mesh of a partitioned lowering: the call does not use it
+    target_table = ir.SymbolTable(target_module)
+    functions = [
+        op for op in source.body.operations
+        # not main, nor e.g. the sdy.mesh of a partitioned lowering: the call does not use it
+        if op.operation != main.operation and op.operation.name == "func.func"
+    ]
+    # Rename them all before moving any: a private function may call another
+    # (Pallas interpret mode's loop bodies do), and renaming reaches only the
+    # uses still inside `source`.
+    taken: set[str] = set()
+    for op in functions:
         old_name = ir.SymbolTable.get_symbol_name(op).value
-        new_name = _fresh_symbol(ir.SymbolTable(target_module), old_name)
+        new_name = _fresh_symbol(target_table, old_name, taken)
+        taken.add(new_name)
         ir.SymbolTable.replace_all_symbol_uses(old_name, new_name, source.operation)
         ir.SymbolTable.set_symbol_name(op, new_name)
+    for op in functions:
         target_body.insert(op.detach_from_parent())
 
 

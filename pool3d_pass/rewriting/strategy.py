@@ -64,6 +64,8 @@ class StrategyChooser:
         self.options = options
         self.binding = binding
         self.strategy = resolve_strategy(options, binding)
+        # An opt-in binding (bindings/gpu/binding.py) rewrites nothing under auto.
+        self.auto_refusal = getattr(binding, "auto_refusal", None) if options.strategy == AUTO else None
 
     def refusal(self, call: str, match: PoolGradient) -> str | None:
         """Why `call` cannot be emitted for `match` (None: it can; neutral output takes every call)."""
@@ -73,8 +75,11 @@ class StrategyChooser:
         dtype = str(match.element_type)
         signature = CallSignature(dtype, dtype, dtype, g.kernel_size, g.stride, g.padding, g.data_format, g.data_format, call)
         return binding_refusal(self.binding, self.options.target, signature, self.options.mesh)
+
     def plan(self, match: PoolGradient, *, has_forward: bool) -> Plan:
         """The replacement of `match`, or NoMatch naming why nothing can replace it."""
+        if self.auto_refusal is not None:
+            raise NoMatch(f"{self.options.target} binding: {self.auto_refusal}")
         note = None
         if self.strategy == INDICES:
             refusals = {call: self.refusal(call, match) for call in (FORWARD, BACKWARD_FROM_INDICES, BACKWARD_FROM_INPUT)}

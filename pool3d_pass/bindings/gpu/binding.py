@@ -1,0 +1,67 @@
+"""The registry entry of the gpu binding: which calls, lowered for which platform, refusing what.
+
+JAX's CUDA client reports `backend.platform == "gpu"` (jaxlib's
+`PyClient::platform_name` maps PJRT's "cuda", "rocm" and "oneapi" to "gpu"),
+so the compile hook routes GPU programs here by that name; the functions are
+lowered for the JAX platform "cuda". No JAX is imported here.
+
+Opt-in until measured: no run on a GPU has yet shown the kernels faster than
+XLA:GPU, so under strategy "auto" every gradient is left unchanged with the
+remark `AUTO_REFUSAL`; an explicit strategy ("indices" or "recompute") uses
+the binding (docs/gpu.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pool3d_pass.bindings.registry import Binding, CallSignature, contract_preconditions
+from pool3d_pass.contract import SUPPORTED_DTYPES, TARGETS
+
+PLATFORM = "gpu"
+LOWERING_PLATFORM = "cuda"
+CALLS_MODULE = "pool3d_pass.bindings.gpu.calls"
+AUTO_REFUSAL = (
+    "opt-in until measured on a GPU (strategy auto leaves GPU programs unchanged); "
+    "ask for strategy 'indices' or 'recompute' (pool3d-opt --strategy=..., "
+    "strategy= in pool3d_pass.jit, enable or rewrite) to use it"
+)
+
+
+@dataclass(frozen=True, eq=False)
+class OptInBinding(Binding):
+    """A Binding that strategy "auto" does not use: each gradient gets `auto_refusal` as its remark."""
+
+    auto_refusal: str | None = None
+
+
+def unsupported(signature: CallSignature) -> str | None:
+    """The contract's preconditions, then the gpu kernels' own (None: supported)."""
+    reason = contract_preconditions(signature)
+    if reason is not None:
+        return reason
+    if signature.input_type not in SUPPORTED_DTYPES:
+        return f"the gpu kernels take {', '.join(SUPPORTED_DTYPES)}, not {signature.input_type}"
+    return None
+
+
+def require() -> None:
+    """Raise ImportError where this binding cannot serve the JAX platform "gpu".
+
+    The kernels are lowered for CUDA; a ROCm client also calls itself "gpu".
+    Only backends JAX has already made are looked at (none is made here).
+    """
+    import sys
+
+    xla_bridge = sys.modules.get("jax._src.xla_bridge")
+    backends = getattr(xla_bridge, "_backends", None) or {}
+    for backend in list(backends.values()):
+        version = str(getattr(backend, "platform_version", "")).lower()
+        if getattr(backend, "platform", None) == PLATFORM and "rocm" in version:
+            raise ImportError("the pool3d gpu binding runs on CUDA; this JAX's gpu backend is ROCm")
+
+
+def make_binding() -> OptInBinding:
+    # Every call of the contract (also `forward_output` where the contract has it).
+    functions = {call: f"{CALLS_MODULE}:max_pooling_3d_{call}" for call in TARGETS}
+    return OptInBinding(PLATFORM, functions, LOWERING_PLATFORM, unsupported, require, auto_refusal=AUTO_REFUSAL)

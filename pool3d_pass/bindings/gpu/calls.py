@@ -1,0 +1,330 @@
+"""The gpu binding's functions: the contract's calls, by the Pallas kernels of `kernels.py`.
+
+Each has its call's signature (docs/contract.md) and is traceable under
+`jax.jit`; lowered for "cuda", each kernel becomes one
+`stablehlo.custom_call @__gpu$xla.gpu.triton` (Triton IR in its
+backend_config), which XLA:GPU compiles:
+
+- `max_pooling_3d_forward(input)` -> `(output, indices)`: the window kernel;
+- `max_pooling_3d_forward_output(input)` -> `output`: the same, no indices;
+- `max_pooling_3d_backward_from_indices(grad_output, indices, input_shape=)`:
+  the gather kernel (each input element reads the windows that cover it);
+- `max_pooling_3d_backward(grad_output, input, output)`: the window kernel
+  finds each window's first tap equal to `output`, then the gather kernel;
+- `max_pooling_3d_backward_from_input(grad_output, input)`: the window kernel
+  (indices only) then the gather kernel; the int16 indices pass through GPU
+  memory between the two (2 bytes per window).
+
+Switches, read whenever a call is traced (the pass caches a lowering per
+process: set them before the first rewrite):
+
+- `POOL3D_GPU_INTERPRET=1`: the kernels run in Pallas interpret mode, as
+  plain StableHLO, so a program rewritten for the gpu target runs on any
+  backend (tests run them on CPU).
+- `POOL3D_GPU_DEVICE_KIND` (default "NVIDIA H200"): the device the Triton
+  kernels are lowered for where no CUDA device is present (a CPU machine, a
+  deviceless compile); JAX >= 0.11 needs one to lower a Triton kernel.
+
+Fallback: where a Pallas Triton kernel cannot be used (a JAX without
+`jax.experimental.pallas.triton`, a launch grid beyond CUDA's limits) the call
+is the pure-JAX reference (`bindings/reference.py`), lowered for cuda the same
+way (loop fusions, no scatter), and a WARNING on the `pool3d_pass` logger says
+so once per call and reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+import math
+import os
+from collections.abc import Sequence
+
+import jax
+
+from pool3d_pass.contract import LAYOUTS
+
+logger = logging.getLogger("pool3d_pass")
+
+INTERPRET_ENV = "POOL3D_GPU_INTERPRET"
+DEVICE_KIND_ENV = "POOL3D_GPU_DEVICE_KIND"
+DEFAULT_DEVICE_KIND = "NVIDIA H200"
+TRITON_CALL_TARGET = "__gpu$xla.gpu.triton"
+# Kernel names (the Triton kernels' names in the lowered call and in the PTX).
+KERNEL_NAMES = {
+    "forward": "pool3d_gpu_forward",
+    "forward_output": "pool3d_gpu_forward_output",
+    "indices": "pool3d_gpu_indices",
+    "select": "pool3d_gpu_select",
+    "gather": "pool3d_gpu_gather",
+}
+__all__ = [
+    "INTERPRET_ENV",
+    "interpret_mode",
+    "max_pooling_3d_forward",
+    "max_pooling_3d_forward_output",
+    "max_pooling_3d_backward_from_indices",
+    "max_pooling_3d_backward",
+    "max_pooling_3d_backward_from_input",
+]
+
+
+def interpret_mode() -> bool:
+    """Whether POOL3D_GPU_INTERPRET=1: kernels run in Pallas interpret mode."""
+    return os.environ.get(INTERPRET_ENV, "") == "1"
+
+
+# --- where the kernels come from ------------------------------------------------
+
+
+def _kernels():
+    """The Pallas kernel module, or the reason it cannot be used."""
+    try:
+        from pool3d_pass.bindings.gpu import kernels
+    except ImportError as error:  # a JAX without Pallas' Triton backend
+        return None, f"Pallas Triton backend unavailable ({error})"
+    return kernels, None
+
+
+@functools.cache
+def _warn_fallback(call: str, reason: str) -> None:
+    logger.warning("gpu binding: %s uses the pure-JAX reference lowered for cuda: %s", call, reason)
+
+
+@functools.cache
+def _has_cuda_device() -> bool:
+    try:
+        return bool(jax.devices("cuda"))
+    except RuntimeError:
+        return False
+
+
+@functools.cache
+def _needs_device_description() -> bool:
+    """Whether this JAX's Triton lowering asks for the GPU (jax >= 0.11: `gpu_info`); 0.9/0.10 lower for sm_90."""
+    import importlib.util
+
+    return importlib.util.find_spec("jax._src.pallas.triton.gpu_info") is not None
+
+
+def _lowering_device():
+    """A context naming the CUDA device to lower Triton kernels for where none is present."""
+    if not _needs_device_description() or _has_cuda_device():
+        return contextlib.nullcontext()
+    sharding = jax.sharding
+    device = sharding.AbstractDevice(
+        device_kind=os.environ.get(DEVICE_KIND_ENV, DEFAULT_DEVICE_KIND), num_cores=None, platform="cuda"
+    )
+    # An EMPTY mesh: a named axis would put an sdy.mesh and sharding
+    # constraints into the lowered function, which the splice cannot carry.
+    return sharding.use_abstract_mesh(sharding.AbstractMesh((), (), abstract_device=device))
+
+
+# --- geometry -----------------------------------------------------------------
+
+
+def _triple(name: str, values) -> tuple[int, int, int]:
+    values = tuple(int(v) for v in values)
+    if len(values) != 3:
+        raise ValueError(f"gpu binding: {name} must have 3 entries (D, H, W), got {list(values)}")
+    return values
+
+
+def _split(shape, layout: str):
+    """(batch, channels, spatial) of a rank-5 `layout` shape."""
+    if layout not in LAYOUTS:
+        raise ValueError(f"gpu binding: unknown layout {layout!r}; expected one of {', '.join(LAYOUTS)}")
+    if len(shape) != 5:
+        raise ValueError(f"gpu binding: operands must have rank 5, got shape {tuple(shape)}")
+    if layout == "NDHWC":
+        return shape[0], shape[4], tuple(shape[1:4])
+    return shape[0], shape[1], tuple(shape[2:5])
+
+
+def _geometry(input_shape, kernel_size, stride, padding, data_format, output_format, kernels):
+    k, s, p = _triple("kernel_size", kernel_size), _triple("stride", stride), _triple("padding", padding)
+    batch, channels, spatial = _split(tuple(int(v) for v in input_shape), data_format)
+    if output_format not in LAYOUTS:
+        raise ValueError(f"gpu binding: unknown output_format {output_format!r}")
+    if any(kk < 1 for kk in k) or any(ss < 1 for ss in s) or any(pp < 0 or pp >= kk for pp, kk in zip(p, k)):
+        raise ValueError(f"gpu binding: bad attributes kernel_size={list(k)} stride={list(s)} padding={list(p)}")
+    out = tuple((n + 2 * pp - kk) // ss + 1 for n, kk, ss, pp in zip(spatial, k, s, p))
+    if any(o < 1 for o in out):
+        raise ValueError(f"gpu binding: input spatial shape {list(spatial)} gives an empty output {list(out)}")
+    in_size = batch * channels * math.prod(spatial)
+    out_size = batch * channels * math.prod(out)
+    return kernels.Geometry(
+        batch, channels, spatial, out, k, s, p, data_format, output_format,
+        wide=kernels.needs_wide_offsets(in_size, out_size),
+    )
+
+
+def _output_shape(g) -> tuple[int, ...]:
+    if g.output_format == "NDHWC":
+        return (g.batch, *g.out_spatial, g.channels)
+    return (g.batch, g.channels, *g.out_spatial)
+
+
+def _plan(call: str, input_shape, attributes):
+    """(kernel module, geometry), or (None, reason) where the reference must stand in."""
+    kernels, reason = _kernels()
+    if kernels is None:
+        return None, reason
+    g = _geometry(input_shape, **attributes, kernels=kernels)
+    reason = kernels.launch_refusal(g)
+    if reason is not None:
+        return None, reason
+    return kernels, g
+
+
+def _attributes(kernel_size, stride, padding, data_format, output_format):
+    return dict(
+        kernel_size=kernel_size, stride=stride, padding=padding,
+        data_format=data_format, output_format=output_format or data_format,
+    )
+
+
+def _reference(call: str, reason: str):
+    from pool3d_pass.bindings import reference
+
+    _warn_fallback(call, reason)
+    return getattr(reference, f"max_pooling_3d_{call}")
+
+
+def _empty(shape, dtype):
+    return jax.numpy.zeros(shape, dtype)
+
+
+# --- the contract's calls -----------------------------------------------------
+
+
+def _window_call(input, g, kernels, *, y=None, store_y, store_index, name):  # noqa: A002
+    interpret = interpret_mode()
+    with contextlib.nullcontext() if interpret else _lowering_device():
+        return kernels.window(
+            input.reshape(-1), None if y is None else y.reshape(-1), g,
+            store_y=store_y, store_index=store_index, interpret=interpret, name=KERNEL_NAMES[name],
+        )
+
+
+def _gather_call(grad_output, indices, g, kernels, dtype):
+    interpret = interpret_mode()
+    with contextlib.nullcontext() if interpret else _lowering_device():
+        return kernels.gather(
+            grad_output.reshape(-1), indices.reshape(-1), g, dtype=dtype, interpret=interpret,
+            name=KERNEL_NAMES["gather"],
+        )
+
+
+def _input_shape(g) -> tuple[int, ...]:
+    if g.data_format == "NDHWC":
+        return (g.batch, *g.in_spatial, g.channels)
+    return (g.batch, g.channels, *g.in_spatial)
+
+
+def max_pooling_3d_forward(
+    input,  # noqa: A002 - the contract's operand name
+    *,
+    kernel_size: Sequence[int],
+    stride: Sequence[int],
+    padding: Sequence[int],
+    data_format: str = "NCDHW",
+    output_format: str | None = None,
+):
+    """3-D max pool with indices: `(output, indices)`, indices int16 (docs/contract.md)."""
+    attributes = _attributes(kernel_size, stride, padding, data_format, output_format)
+    kernels, g = _plan("forward", input.shape, attributes)
+    if kernels is None:
+        return _reference("forward", g)(input, **attributes)
+    shape = _output_shape(g)
+    if g.out_size == 0:
+        return _empty(shape, input.dtype), _empty(shape, jax.numpy.int16)
+    y, index = _window_call(input, g, kernels, store_y=True, store_index=True, name="forward")
+    return y.reshape(shape), index.reshape(shape)
+
+
+def max_pooling_3d_forward_output(
+    input,  # noqa: A002 - the contract's operand name
+    *,
+    kernel_size: Sequence[int],
+    stride: Sequence[int],
+    padding: Sequence[int],
+    data_format: str = "NCDHW",
+    output_format: str | None = None,
+):
+    """3-D max pool, maxima only (inference): the forward without the index stores."""
+    attributes = _attributes(kernel_size, stride, padding, data_format, output_format)
+    kernels, g = _plan("forward_output", input.shape, attributes)
+    if kernels is None:
+        return _reference("forward", g)(input, **attributes)[0]
+    shape = _output_shape(g)
+    if g.out_size == 0:
+        return _empty(shape, input.dtype)
+    (y,) = _window_call(input, g, kernels, store_y=True, store_index=False, name="forward_output")
+    return y.reshape(shape)
+
+
+def max_pooling_3d_backward_from_indices(
+    grad_output,
+    indices,
+    *,
+    input_shape: Sequence[int],
+    kernel_size: Sequence[int],
+    stride: Sequence[int],
+    padding: Sequence[int],
+    data_format: str = "NCDHW",
+    output_format: str | None = None,
+):
+    """Gradient w.r.t. the input from the forward's int16 indices, gathered per input element."""
+    attributes = _attributes(kernel_size, stride, padding, data_format, output_format)
+    kernels, g = _plan("backward_from_indices", input_shape, attributes)
+    if kernels is None:
+        return _reference("backward_from_indices", g)(grad_output, indices, input_shape=input_shape, **attributes)
+    shape = _input_shape(g)
+    if g.in_size == 0:
+        return _empty(shape, grad_output.dtype)
+    return _gather_call(grad_output, indices, g, kernels, grad_output.dtype).reshape(shape)
+
+
+def max_pooling_3d_backward(
+    grad_output,
+    input,  # noqa: A002 - the contract's operand name
+    output,
+    *,
+    kernel_size: Sequence[int],
+    stride: Sequence[int],
+    padding: Sequence[int],
+    data_format: str = "NCDHW",
+    output_format: str | None = None,
+):
+    """Gradient w.r.t. the input, the selection recomputed from (input, output)."""
+    attributes = _attributes(kernel_size, stride, padding, data_format, output_format)
+    kernels, g = _plan("backward", input.shape, attributes)
+    if kernels is None:
+        return _reference("backward", g)(grad_output, input, output, **attributes)
+    if g.in_size == 0:
+        return _empty(input.shape, input.dtype)
+    (index,) = _window_call(input, g, kernels, y=output, store_y=False, store_index=True, name="select")
+    return _gather_call(grad_output, index, g, kernels, input.dtype).reshape(input.shape)
+
+
+def max_pooling_3d_backward_from_input(
+    grad_output,
+    input,  # noqa: A002 - the contract's operand name
+    *,
+    kernel_size: Sequence[int],
+    stride: Sequence[int],
+    padding: Sequence[int],
+    data_format: str = "NCDHW",
+    output_format: str | None = None,
+):
+    """Gradient w.r.t. the input from the input alone: the window kernel's indices, then the gather."""
+    attributes = _attributes(kernel_size, stride, padding, data_format, output_format)
+    kernels, g = _plan("backward_from_input", input.shape, attributes)
+    if kernels is None:
+        return _reference("backward_from_input", g)(grad_output, input, **attributes)
+    if g.in_size == 0:
+        return _empty(input.shape, input.dtype)
+    (index,) = _window_call(input, g, kernels, store_y=False, store_index=True, name="indices")
+    return _gather_call(grad_output, index, g, kernels, input.dtype).reshape(input.shape)

@@ -1,0 +1,111 @@
+"""Compiling for an NVIDIA H200 with no GPU present: XLA:GPU's deviceless compile, and what ptxas said.
+
+Needs `jax-cuda12-plugin` and `jax-cuda12-pjrt` of the installed JAX's version
+(without `[with-cuda]`) and `nvidia-cuda-nvcc-cu12` (ptxas, libdevice);
+`make gpu-compile-check` installs them into their own environment. Then
+
+    devices = h200_devices()              # compile-only devices, no GPU needed
+    jax.jit(f).lower(x_on(devices)).compile()
+
+runs all of XLA:GPU, Triton's pipeline for the Pallas kernels included, down to
+ptxas for sm_90a. With `COMPILE_LOG_ENV` in the environment before JAX starts,
+XLA logs ptxas' `-v` report on stderr (`parse_ptxas` reads it: registers and
+spills per kernel).
+
+No JAX is imported until a function needs it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+
+# XLA's GpuTargetConfigProto for an H200 SXM (141 GB HBM3e, 4.8 TB/s, 132 SMs,
+# sm_90), in the text format of XLA's own specs (xla/tools/hlo_opt/gpu_specs).
+H200_TARGET_CONFIG = """\
+gpu_device_info {
+  threads_per_block_limit: 1024
+  threads_per_warp: 32
+  shared_memory_per_block: 49152
+  shared_memory_per_core: 233472
+  threads_per_core_limit: 2048
+  core_count: 132
+  fpus_per_core: 128
+  block_dim_limit_x: 2147483647
+  block_dim_limit_y: 65535
+  block_dim_limit_z: 65535
+  memory_bandwidth: 4800000000000
+  l2_cache_size: 52428800
+  clock_rate_ghz: 1.98
+  device_memory_size: 150754820096
+  shared_memory_per_block_optin: 232448
+  cuda_compute_capability { major: 9 }
+  registers_per_core_limit: 65536
+  registers_per_block_limit: 65536
+}
+platform_name: "CUDA"
+device_description_str: "NVIDIA H200"
+"""
+
+CUDA_PLUGIN_MODULES = ("jax_plugins.xla_cuda12", "jax_plugins.xla_cuda13")
+WHEELS = "jax-cuda12-plugin, jax-cuda12-pjrt (the installed JAX's version) and nvidia-cuda-nvcc-cu12"
+# Set before JAX starts: XLA logs ptxas' -v report (registers, spills) on stderr.
+COMPILE_LOG_ENV = {
+    "JAX_SKIP_CUDA_CONSTRAINTS_CHECK": "1",
+    "TF_CPP_MIN_LOG_LEVEL": "0",
+    "TF_CPP_VMODULE": "subprocess_compilation=3",
+    "XLA_FLAGS": "--xla_gpu_ptx_compiler_extra_flags=-v",
+}
+
+
+def missing_wheels() -> str | None:
+    """Why a deviceless compile cannot run here (None: it can)."""
+    if not any(_has_module(name) for name in CUDA_PLUGIN_MODULES):
+        return f"no JAX CUDA plugin installed; a deviceless compile needs {WHEELS}"
+    if not _has_module("nvidia.cuda_nvcc"):
+        return "no ptxas: a deviceless compile needs nvidia-cuda-nvcc-cu12"
+    return None
+
+
+def _has_module(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+def h200_devices():
+    """Compile-only CUDA devices (one H200): XLA:GPU compiles for them without a GPU."""
+    os.environ.setdefault("JAX_SKIP_CUDA_CONSTRAINTS_CHECK", "1")
+    from jax.experimental import topologies
+
+    return topologies.get_topology_desc(platform="cuda", topology="1x1x1", target_config=H200_TARGET_CONFIG).devices
+
+
+def replicated_on(devices):
+    """A sharding placing arguments on the compile-only devices."""
+    import jax
+    import numpy as np
+
+    mesh = jax.sharding.Mesh(np.array(devices).reshape(len(devices)), ("x",))
+    return jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
+
+
+_PTXAS_FUNCTION = re.compile(r"Compiling entry function '([^']+)' for '(sm_\w+)'")
+_PTXAS_SPILLS = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_PTXAS_REGISTERS = re.compile(r"Used (\d+) registers")
+
+
+def parse_ptxas(log: str) -> dict[str, dict]:
+    """Per kernel ptxas compiled: arch, registers, stack frame and spill bytes (last report wins)."""
+    kernels: dict[str, dict] = {}
+    current = None
+    for line in log.splitlines():
+        if m := _PTXAS_FUNCTION.search(line):
+            current = kernels[m.group(1)] = {"arch": m.group(2)}
+        elif current is not None and (m := _PTXAS_SPILLS.search(line)):
+            current.update(stack_bytes=int(m.group(1)), spill_stores=int(m.group(2)), spill_loads=int(m.group(3)))
+        elif current is not None and (m := _PTXAS_REGISTERS.search(line)):
+            current["registers"] = int(m.group(1))
+    return kernels

@@ -1,0 +1,75 @@
+"""The deviceless XLA:GPU compile of rewritten programs for an NVIDIA H200, and the device check's dry run.
+
+The compile needs the CUDA wheels (jax-cuda12-plugin and -pjrt of the
+installed JAX's version, nvidia-cuda-nvcc-cu12): `make gpu-compile-check`
+installs them into .venv-gpu and runs this file there. Elsewhere those tests
+skip, saying so. scripts/gpu_compile_check.py compiles the quick bench cases
+(both jobs, both explicit strategies) in a subprocess (XLA's ptxas report
+is logged on stderr only when set up before JAX starts); each program must
+hold the gpu binding's Triton calls and no scatter, and ptxas must report
+every expected Pallas kernel for sm_90a with no spills.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pool3d_pass.bindings.gpu import deviceless
+
+ROOT = Path(__file__).resolve().parents[2]
+MISSING = deviceless.missing_wheels()
+
+
+def run_script(script: str, *args: str, env=None, timeout=600) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
+    return subprocess.run([sys.executable, str(ROOT / "scripts" / script), *args], capture_output=True, text=True,
+                          env=env, timeout=timeout, cwd=ROOT)
+
+
+def test_parse_ptxas():
+    log = """I1201 subprocess_compilation.cc:356] ptxas info    : 0 bytes gmem
+ptxas info    : Compiling entry function 'pool3d_gpu_forward' for 'sm_90a'
+ptxas info    : Function properties for pool3d_gpu_forward
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 32 registers, used 0 barriers
+ptxas info    : Compiling entry function 'pool3d_gpu_gather' for 'sm_90a'
+ptxas info    : Function properties for pool3d_gpu_gather
+    8 bytes stack frame, 8 bytes spill stores, 4 bytes spill loads
+ptxas info    : Used 40 registers, used 0 barriers
+"""
+    assert deviceless.parse_ptxas(log) == {
+        "pool3d_gpu_forward": {"arch": "sm_90a", "stack_bytes": 0, "spill_stores": 0, "spill_loads": 0, "registers": 32},
+        "pool3d_gpu_gather": {"arch": "sm_90a", "stack_bytes": 8, "spill_stores": 8, "spill_loads": 4, "registers": 40},
+    }
+
+
+@pytest.mark.skipif(MISSING is not None, reason=f"deviceless H200 compile skipped: {MISSING}")
+def test_rewritten_bench_programs_compile_for_h200_without_spills(tmp_path):
+    out = tmp_path / "compile.json"
+    done = run_script("gpu_compile_check.py", "--quick", "--json", str(out), env={"JAX_PLATFORMS": "cpu"})
+    assert done.returncode == 0, done.stdout + done.stderr[-4000:]
+    result = json.loads(out.read_text())
+    assert result["failed"] == 0 and len(result["rows"]) >= 20  # 4 per quick bench case
+    for row in result["rows"]:
+        assert row["triton_calls"] >= 2, row
+        kernels = {name: report for name, report in row["ptxas"].items() if name.startswith("pool3d_gpu_")}
+        assert {"pool3d_gpu_gather"} < set(kernels), row
+        for report in kernels.values():
+            assert report["arch"] == "sm_90a" and report["spill_stores"] == report["spill_loads"] == 0, row
+
+
+def test_gpu_check_dry_run(tmp_path):
+    """scripts/gpu_check.py end to end on CPU (interpret mode): its numerics pass; timing skipped (budget 0)."""
+    out = tmp_path / "check.json"
+    done = run_script("gpu_check.py", "--platform", "cpu", "--no-torch", "--budget-s", "0", "--json", str(out))
+    assert done.returncode == 0, done.stdout + done.stderr[-4000:]
+    result = json.loads(out.read_text())
+    assert result["machine"]["dry_run"] and result["numerics"]["failed"] == 0
+    assert len(result["numerics"]["calls"]) == 2 and len(result["numerics"]["jobs"]) == 8
+    assert result["timing"] == [] and len(result["skipped"]) >= 5  # every quick bench case
