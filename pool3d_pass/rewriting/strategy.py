@@ -64,8 +64,8 @@ class StrategyChooser:
         self.options = options
         self.binding = binding
         self.strategy = resolve_strategy(options, binding)
-        # An opt-in binding (bindings/gpu/binding.py) rewrites nothing under auto.
-        self.auto_refusal = getattr(binding, "auto_refusal", None) if options.strategy == AUTO else None
+        # An opt-in binding (Binding.auto_refusal: the gpu one) rewrites nothing under auto.
+        self.auto_refusal = binding.auto_refusal if binding is not None and options.strategy == AUTO else None
 
     def refusal(self, call: str, match: PoolGradient) -> str | None:
         """Why `call` cannot be emitted for `match` (None: it can; neutral output takes every call)."""

@@ -13,8 +13,6 @@ the binding (docs/gpu.md).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from pool3d_pass.bindings.registry import Binding, CallSignature, contract_preconditions
 from pool3d_pass.contract import SUPPORTED_DTYPES, TARGETS
 
@@ -26,13 +24,6 @@ AUTO_REFUSAL = (
     "ask for strategy 'indices' or 'recompute' (pool3d-opt --strategy=..., "
     "strategy= in pool3d_pass.jit, enable or rewrite) to use it"
 )
-
-
-@dataclass(frozen=True, eq=False)
-class OptInBinding(Binding):
-    """A Binding that strategy "auto" does not use: each gradient gets `auto_refusal` as its remark."""
-
-    auto_refusal: str | None = None
 
 
 def unsupported(signature: CallSignature) -> str | None:
@@ -61,7 +52,7 @@ def require() -> None:
             raise ImportError("the pool3d gpu binding runs on CUDA; this JAX's gpu backend is ROCm")
 
 
-def make_binding() -> OptInBinding:
+def make_binding() -> Binding:
     # Every call of the contract (also `forward_output` where the contract has it).
     functions = {call: f"{CALLS_MODULE}:max_pooling_3d_{call}" for call in TARGETS}
-    return OptInBinding(PLATFORM, functions, LOWERING_PLATFORM, unsupported, require, auto_refusal=AUTO_REFUSAL)
+    return Binding(PLATFORM, functions, LOWERING_PLATFORM, unsupported, require, auto_refusal=AUTO_REFUSAL)
