@@ -11,6 +11,10 @@ already on the device, results waited for:
 * pool3d_output   `jax.jit` of the cpu binding's `max_pooling_3d_forward_output(x)`:
                   y only, the inference call (docs/contract.md); where it beats
                   XLA decides where the pass will put it.
+* inference       `pool3d_pass.jit(pool)(x)`: the user's inference program
+                  rewritten by the pass: the forward-output call where the CPU
+                  binding accepts the configuration (bindings/cpu/speed.py),
+                  else XLA's reduce_window, unchanged (the check says which).
 * xla             `jax.jit(pool)(x)`: XLA's `reduce_window` max, y only.
 * torch           `torch.nn.functional.max_pool3d(x, k, s, p)` (`max_pool2d`
                   for 2-D): y only.
@@ -81,6 +85,13 @@ def run_case(case: cases.Case, forward_call, *, repeats: int | None = None) -> d
     variants = {"xla": blocking(xla, x)}
     y_ref = np.asarray(xla(x))
     checks = {}
+    import pool3d_pass
+
+    inference = pool3d_pass.jit(pool).lower(x).compile()
+    variants["inference"] = blocking(inference, x)
+    checks["inference_rewritten"] = "pool3d.max_pooling_3d_forward_output" in inference.as_text()
+    checks["inference_bit_identical_to_xla"] = bool(
+        np.array_equal(np.asarray(inference(x)).view(np.uint8), y_ref.view(np.uint8)))
     pool3d_idx = None
     if forward_call is not None:
         x5 = cases.as_rank5(x, case)
@@ -117,7 +128,7 @@ def run_case(case: cases.Case, forward_call, *, repeats: int | None = None) -> d
         ms = {name: s[key] for name, s in stats.items()}
         if "pool3d" not in ms:
             return {}
-        out = {"xla_vs_pool3d": ms["xla"] / ms["pool3d"]}
+        out = {"xla_vs_pool3d": ms["xla"] / ms["pool3d"], "xla_vs_inference": ms["xla"] / ms["inference"]}
         if "pool3d_output" in ms:
             out["xla_vs_pool3d_output"] = ms["xla"] / ms["pool3d_output"]
         if "torch" in ms:

@@ -80,6 +80,16 @@ def bits(value) -> np.ndarray:
     return out
 
 
+def layer_step(forward):
+    """A layer's forward and its gradient (a training step's pooling layer)."""
+
+    def step(x):
+        y, vjp = jax.vjp(forward, x)
+        return y, vjp(jnp.ones_like(y))[0]
+
+    return step
+
+
 def shape_of(layout, c=8):
     return (2, c, 8, 12, 12) if layout == "NCDHW" else (2, 8, 12, 12, c)
 
@@ -149,12 +159,7 @@ def test_neutral_output_never_gets_the_call():
 
 def test_a_training_step_keeps_the_forward_call():
     layout, k, s, p = ACCEPTED[0]
-    forward = pool(layout, k, s, p)
-
-    def step(x):
-        y, vjp = jax.vjp(forward, x)
-        return y, vjp(jnp.ones_like(y))[0]
-
+    step = layer_step(pool(layout, k, s, p))
     x = special_input(shape_of(layout), np.float32, nan=False, negative_zero=False)
     text = pool3d_pass.jit(step).lower(x).compile().as_text()
     assert f'custom_call_target="{TARGETS["forward"]}"' in text and FORWARD_OUTPUT not in text
@@ -163,12 +168,7 @@ def test_a_training_step_keeps_the_forward_call():
 def test_the_forward_a_recompute_gradient_reads_stays_xlas():
     # not a forward without gradient: the backward call reads its y (the recompute strategy as asked)
     layout, k, s, p = ACCEPTED[0]
-    forward = pool(layout, k, s, p)
-
-    def step(x):
-        y, vjp = jax.vjp(forward, x)
-        return y, vjp(jnp.ones_like(y))[0]
-
+    step = layer_step(pool(layout, k, s, p))
     x = special_input(shape_of(layout), np.float32, nan=False, negative_zero=False)
     compiled = pool3d_pass.jit(step, strategy="recompute").lower(x).compile()
     text = compiled.as_text()
