@@ -50,9 +50,8 @@ def module_name(module: ir.Module) -> str:
         return "<unnamed module>"
 
 
-def count_select_and_scatter(module: ir.Module, *, stop_at_first: bool = False, names=(SELECT_AND_SCATTER,)) -> int:
-    """How many `stablehlo.select_and_scatter` ops (or ops named `names`) the module holds
-    (at most 1 with stop_at_first)."""
+def count_ops(module: ir.Module, names: tuple[str, ...], *, stop_at_first: bool = False) -> int:
+    """How many ops named `names` the module holds (at most 1 with stop_at_first)."""
     found = 0
 
     def visit(op: ir.Operation) -> ir.WalkResult:
@@ -65,6 +64,11 @@ def count_select_and_scatter(module: ir.Module, *, stop_at_first: bool = False, 
 
     module.operation.walk(visit)
     return found
+
+
+def count_select_and_scatter(module: ir.Module, *, stop_at_first: bool = False) -> int:
+    """How many `stablehlo.select_and_scatter` ops the module holds (at most 1 with stop_at_first)."""
+    return count_ops(module, (SELECT_AND_SCATTER,), stop_at_first=stop_at_first)
 
 
 def copy_module(module: ir.Module) -> ir.Module:
@@ -119,8 +123,9 @@ def rewrite_for_platform(
                 "%s (%s): no pool3d binding for platform %r; left %d select_and_scatter "
                 "unchanged", name, platform, platform, candidates)
         return module
-    forwards_too = binding.implements(FORWARD_OUTPUT)  # inference max pools (rewriting/inference.py)
-    if not count_select_and_scatter(module, stop_at_first=True, names=POOLING_OPS if forwards_too else (SELECT_AND_SCATTER,)):
+    # inference max pools too, where the binding has their call (rewriting/inference.py)
+    candidates = POOLING_OPS if binding.implements(FORWARD_OUTPUT) else (SELECT_AND_SCATTER,)
+    if not count_ops(module, candidates, stop_at_first=True):
         logger.debug("%s (%s): no pooling, compiled unchanged", name, platform)
         return module
 
