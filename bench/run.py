@@ -2,7 +2,7 @@
 
     python bench/run.py            # full run (make bench), 2-3 minutes on 2 cores
     python bench/run.py --quick    # smoke run on tiny shapes (make bench-quick), ~15-25 s
-    python bench/run.py --json out.json --only user,forward,pool,train,pass
+    python bench/run.py --json out.json --only user,forward,pool,train,pass,flax
     python bench/run.py --wait-load 1.0     # first wait (up to 10 min) for a quieter machine
     python bench/run.py --table-from bench/results/latest.json   # reprint a stored run
 
@@ -19,7 +19,10 @@ JSON (default bench/results/latest.json). Sections (one module each):
 4. train_step.py     a 3-D CNN training step, jax.jit vs pool3d_pass.jit (and
                      per strategy);
 5. pass_speed.py     the pass's run time against canonicalize, JAX lowering
-                     and XLA compile, and its growth with module size.
+                     and XLA compile, and its growth with module size;
+6. flax_c3d.py       a C3D-style Flax model (NDHWC, f32 and bf16): its Adam
+                     train step and its inference step, jax.jit vs
+                     pool3d_pass.jit.
 
 Timing (timing.py): warm-up, then interleaved repeats; min and median are
 kept. The machines are shared and noisy, so read the RATIOS, which compare
@@ -40,7 +43,7 @@ if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
 DEFAULT_JSON = os.path.join(HERE, "results", "latest.json")
-SECTIONS = ("user", "forward", "pool", "train", "pass")
+SECTIONS = ("user", "forward", "pool", "train", "pass", "flax")
 
 
 def _log(message: str) -> None:
@@ -120,6 +123,12 @@ def main(argv=None) -> int:
 
         result["pass_speed"] = pass_speed.run(args.quick, log=_log)
         section_s["pass"] = time.perf_counter() - t0
+    if "flax" in only:
+        t0 = time.perf_counter()
+        import flax_c3d
+
+        result["flax_c3d"] = flax_c3d.run(args.quick, log=_log)
+        section_s["flax"] = time.perf_counter() - t0
 
     result["wall_s"] = time.perf_counter() - started
     result["load_average"]["end"] = [round(v, 2) for v in os.getloadavg()]

@@ -5,6 +5,8 @@
   forward, NCDHW, NDHWC and 2-D);
 * `rewritten.census` / `strategy_of` read which calls a compiled program runs;
 * a tiny "user view" job runs every variant and its results agree with XLA;
+* the Flax C3D section (quick shapes) rewrites the pools of its train and
+  inference steps and gets XLA's results;
 * a stored reference run still renders (`bench/run.py --table-from`).
 """
 
@@ -92,6 +94,26 @@ def test_user_view_job_agrees_with_xla():
         assert {"xla", "pool3d"} <= set(record["ms"])
         # f32 without ties: equal up to the order overlapping windows are summed in.
         assert all(v <= 1e-5 for v in record["checks"].values()), record["checks"]
+
+
+def test_flax_c3d_steps_are_rewritten_with_xlas_results():
+    pytest.importorskip("flax", reason="flax is not in this environment (the pass-level venv)")
+    import flax_c3d
+
+    record = flax_c3d.run_precision("bf16", flax_c3d.QUICK, log=lambda _: None)
+    levels = len(flax_c3d.QUICK["channels"])
+    train, inference = record["train"], record["inference"]
+    assert train["census"]["forward"] == train["census"]["backward_from_indices"] == levels
+    assert train["same_loss"] and train["updated_params_max_abs_diff"] == 0.0
+    # bf16 k = s channels-last: the cpu speed rule measured forward_output faster (bindings/cpu/speed.py)
+    assert inference["forward_output_calls"] == levels and inference["reduce_windows_left"] == 0
+    assert inference["logits_bit_identical"]
+    section = {"model": "C3D", "input_shape": list(flax_c3d.QUICK["batch"]),
+               "channels": list(flax_c3d.QUICK["channels"]), "repeats": 1, "precisions": [record]}
+    machine = {"cpu_model": "test", "cpus_usable": 1, "memory_gib": 1, "python": "3", "jax": "0",
+               "jaxlib": "0", "torch": None, "date": "today"}
+    text = tables.render({"mode": "quick", "machine": machine, "wall_s": 0.0, "flax_c3d": section})
+    assert "Flax C3D-style model" in text and "inference step" in text
 
 
 def test_stored_reference_run_renders():
