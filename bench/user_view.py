@@ -25,6 +25,12 @@ Variants, timed interleaved (timing.py):
               layer calls gained.
 * torch       PyTorch CPU doing the same job, `torch.set_num_threads(cores)`.
 
+The floor of a job is the fewest bytes it must move (read x and g; write dx,
+and y for "forward + gradient") at the copy bandwidth measured in the same
+run: no implementation's time goes below it, so `torch ms / floor ms` is the
+largest `torch / pool3d_pass.jit` ratio any program could show on the
+machine.
+
 Every program is compiled before timing (compile excluded); inputs live on
 the device (host memory) before timing, so no transfer is timed; JAX results
 are waited for. Each variant's results are compared with XLA's (max abs diff;
@@ -81,7 +87,14 @@ def _as_tuple(r):
     return r if isinstance(r, tuple) else (r,)
 
 
-def run_job(case: cases.Case, job: str, x, g, x_np, g_np, *, repeats: int) -> dict:
+def floor_bytes(job: str, x_np, g_np) -> int:
+    """Bytes the job must move at least: read x and g, write dx (and y when the job returns it)."""
+    outputs = x_np.size + (g_np.size if job == "forward + gradient" else 0)
+    return int((x_np.size + g_np.size + outputs) * x_np.dtype.itemsize)
+
+
+def run_job(case: cases.Case, job: str, x, g, x_np, g_np, *, repeats: int,
+            bandwidth_gb_s: float | None = None) -> dict:
     fun = _jax_job(job, cases.pool_fn(case))
     xla = rewritten.compile_plain(fun, x, g)
     pool3d = rewritten.compile_rewritten(fun, x, g)
@@ -114,12 +127,15 @@ def run_job(case: cases.Case, job: str, x, g, x_np, g_np, *, repeats: int) -> di
             checks[f"torch_{out_name}_max_abs_diff_vs_xla"] = cases.max_abs_diff(tp.to_numpy(a), b)
 
     stats = measure(variants, repeats=repeats, warmup=1)
+    floor_ms = None if not bandwidth_gb_s else floor_bytes(job, x_np, g_np) / (bandwidth_gb_s * 1e9) * 1e3
 
     def ratios(key: str) -> dict:
         ms = {name: s[key] for name, s in stats.items()}
         out = {"xla_vs_pool3d": ms["xla"] / ms["pool3d"]}
         if "torch" in ms:
             out["torch_vs_pool3d"] = ms["torch"] / ms["pool3d"]
+        if "torch" in ms and floor_ms:
+            out["torch_vs_floor"] = ms["torch"] / floor_ms
         if "recompute" in ms:
             out["recompute_vs_pool3d"] = ms["recompute"] / ms["pool3d"]
             out["xla_vs_recompute"] = ms["xla"] / ms["recompute"]
@@ -128,6 +144,7 @@ def run_job(case: cases.Case, job: str, x, g, x_np, g_np, *, repeats: int) -> di
     return {
         "job": job,
         "ms": dict(stats),
+        "floor_ms": floor_ms,
         "ratios_of_min": ratios("min_ms"),
         "ratios_of_median": ratios("median_ms"),
         "strategy": strategy,
@@ -136,23 +153,24 @@ def run_job(case: cases.Case, job: str, x, g, x_np, g_np, *, repeats: int) -> di
     }
 
 
-def run_case(case: cases.Case, *, repeats: int | None = None) -> dict:
+def run_case(case: cases.Case, *, repeats: int | None = None, bandwidth_gb_s: float | None = None) -> dict:
     x_np, g_np = cases.inputs(case)
     x, g = jax.block_until_ready((jnp.asarray(x_np), jnp.asarray(g_np)))
-    jobs = [run_job(case, job, x, g, x_np, g_np, repeats=repeats or case.repeats) for job in JOBS]
+    jobs = [run_job(case, job, x, g, x_np, g_np, repeats=repeats or case.repeats, bandwidth_gb_s=bandwidth_gb_s)
+            for job in JOBS]
     return {
         **cases.describe(case, repeats or case.repeats),
         "jobs": jobs,
     }
 
 
-def run(quick: bool, log=print) -> dict:
+def run(quick: bool, bandwidth_gb_s: float | None = None, log=print) -> dict:
     if torch is not None:
         torch.set_num_threads(os.cpu_count() or 1)
     results = []
     for case in cases.QUICK_CASES if quick else cases.FULL_CASES:
         log(f"  user view: {case.name}")
-        results.append(run_case(case))
+        results.append(run_case(case, bandwidth_gb_s=bandwidth_gb_s))
     return {
         "cases": results,
         "layer_calls_in_cpu_binding": rewritten.binding_has_layer_calls(),
