@@ -1,7 +1,7 @@
 """Tests of the lane kernels: the channels-last forward (lanes across channels,
-stride-1 rows as (w, c) lanes), the channels-last backward from indices by
-gather where windows do not overlap, and the forward_output call (y only,
-both layouts).
+stride-1 rows as (w, c) lanes), the channels-last backwards from indices and
+from input by gather where windows do not overlap, and the forward_output
+call (y only, both layouts).
 
 Judged as tests/test_cpu_kernel_layer.py judges the layer calls (its numpy
 statement of the contract, and XLA), over channel counts from 1 to 256
@@ -44,6 +44,7 @@ WINDOWS = [
     ((3, 3, 3), (1, 1, 1), (1, 1, 1)),  # stride 1: (w, c) lanes
     ((2, 3, 2), (1, 2, 3), (1, 0, 1)),  # mixed; gaps along W
     ((1, 3, 3), (1, 1, 2), (0, 1, 1)),  # stride 1 along D and H only
+    ((2, 2, 1), (3, 2, 2), (0, 1, 0)),  # no overlap, gaps along D and W, rows no window covers
 ]
 CHANNELS = [1, 3, 7, 8, 15, 17, 33, 64, 100, 256, 257]
 

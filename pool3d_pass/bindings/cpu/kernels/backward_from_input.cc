@@ -13,9 +13,11 @@
 // (od, oh, ow) order, in f32.
 //
 // NCDHW: one work item is one (b, c) plane, as the recompute backward;
-// windows that do not overlap write every element once. NDHWC: the
-// separable search across channels (common/separable_cl.h) and the sliding
-// f32 accumulator of ndhwc_accumulator.h.
+// windows that do not overlap write every element once. NDHWC: windows that
+// do not overlap, with a full vector of channels, by search and gather
+// (from_input_cl.cc); otherwise the separable search across channels
+// (common/separable_cl.h) and the sliding f32 accumulator of
+// ndhwc_accumulator.h.
 #include <algorithm>
 #include <cstdint>
 #include <vector>
@@ -169,7 +171,11 @@ void Dispatch(const Geom& g, const void* go, const void* x, void* dx) {
   auto* xm = static_cast<const M*>(x);
   auto* dm = static_cast<M*>(dx);
   if (g.in_cl != g.out_cl) return FromInputGeneric<T>(g, gm, xm, dm);
-  if (g.in_cl) return FromInputNdhwc<T>(g, gm, xm, dm);
+  if (g.in_cl) {
+    if (!g.overlap && LanesPay(g, 32 / sizeof(M)))
+      return FromInputNdhwcGather<T>(g, gm, xm, dm);
+    return FromInputNdhwc<T>(g, gm, xm, dm);
+  }
   if (!g.overlap && g.sW == g.kW && g.kW == 2)
     return FromInputNcdhwNoOverlap<T, 2>(g, gm, xm, dm);
   if (!g.overlap) return FromInputNcdhwNoOverlap<T, 0>(g, gm, xm, dm);

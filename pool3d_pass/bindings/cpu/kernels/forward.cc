@@ -190,14 +190,6 @@ void ForwardNdhwc(const Geom& g, const typename T::M* x, typename T::M* y,
       });
 }
 
-// Where the channels-last lane search beats the separable one (measured by
-// instruction counts, docs/benchmarks.md): a full vector of channels, and
-// windows that overlap little (at most 8 taps per window and stride cell; at
-// k3 s1, 27 taps, the separable search shares the work between windows).
-inline bool LanesPay(const Geom& g, int64_t lanes) {
-  return g.C >= lanes && g.Taps() <= 8 * g.sD * g.sH * g.sW;
-}
-
 template <class T>
 void Dispatch(const Geom& g, const void* x, void* y, int16_t* idx) {
   using M = typename T::M;

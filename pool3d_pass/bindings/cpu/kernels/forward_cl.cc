@@ -15,6 +15,19 @@
 namespace pool3d {
 
 template <class T>
+void ForwardRowCl(const Geom& g, const typename T::M* xb, int64_t od,
+                  int64_t oh, ClTaps& s, typename T::M* y_row,
+                  int16_t* idx_row) {
+  const int64_t C = g.C;
+  ForEachRunCl(g, od, oh, s,
+               [&](int64_t base, const int64_t* off, const int16_t* tap,
+                   int64_t ntaps, int64_t n, int64_t ow0) {
+                 SearchFirstMax<T>(xb + base, off, tap, ntaps, n,
+                                   y_row + ow0 * C, idx_row + ow0 * C);
+               });
+}
+
+template <class T>
 void ForwardNdhwcLanes(const Geom& g, const typename T::M* x, typename T::M* y,
                        int16_t* idx) {
   const int64_t rows = g.B * g.Do * g.Ho, C = g.C;
@@ -22,18 +35,14 @@ void ForwardNdhwcLanes(const Geom& g, const typename T::M* x, typename T::M* y,
   ParallelFor<ClTaps>(
       rows, ThreadCount(rows, g.B * in_batch), [&](int64_t r, ClTaps& s) {
         const int64_t oh = r % g.Ho, od = r / g.Ho % g.Do, b = r / (g.Ho * g.Do);
-        const typename T::M* xb = x + b * in_batch;
         const int64_t o = r * g.Wo * C;
-        ForEachRunCl(g, od, oh, s,
-                     [&](int64_t base, const int64_t* off, const int16_t* tap,
-                         int64_t ntaps, int64_t n, int64_t ow0) {
-                       SearchFirstMax<T>(xb + base, off, tap, ntaps, n,
-                                         y + o + ow0 * C, idx + o + ow0 * C);
-                     });
+        ForwardRowCl<T>(g, x + b * in_batch, od, oh, s, y + o, idx + o);
       });
 }
 
 #define POOL3D_INSTANTIATE(T)                                             \
+  template void ForwardRowCl<T>(const Geom&, const T::M*, int64_t,        \
+                                int64_t, ClTaps&, T::M*, int16_t*);       \
   template void ForwardNdhwcLanes<T>(const Geom&, const T::M*, T::M*,     \
                                      int16_t*);
 POOL3D_INSTANTIATE(F32T)

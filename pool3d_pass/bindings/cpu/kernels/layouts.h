@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "common/cl_rows.h"
 #include "common/geometry.h"
 
 namespace pool3d {
@@ -41,16 +42,36 @@ void FromInputGeneric(const Geom& g, const typename T::M* go,
                       const typename T::M* x, typename T::M* dx);
 
 // forward_cl.cc: the channels-last forward by lane search across channels
-// (common/lane_search.h).
+// (common/lane_search.h), and its search of one output row (b, od, oh) of a
+// batch's input xb into Wo * C outputs and indices.
 template <class T>
 void ForwardNdhwcLanes(const Geom& g, const typename T::M* x, typename T::M* y,
                        int16_t* idx);
+template <class T>
+void ForwardRowCl(const Geom& g, const typename T::M* xb, int64_t od,
+                  int64_t oh, ClTaps& s, typename T::M* y_row,
+                  int16_t* idx_row);
+
+// Where the channels-last lane search beats the separable one (measured by
+// instruction counts, docs/benchmarks.md): a full vector of channels, and
+// windows that overlap little (at most 8 taps per window and stride cell; at
+// k3 s1, 27 taps, the separable search shares the work between windows).
+inline bool LanesPay(const Geom& g, int64_t lanes) {
+  return g.C >= lanes && g.Taps() <= 8 * g.sD * g.sH * g.sW;
+}
 
 // from_indices_cl.cc: backward_from_indices, channels-last, windows that do
 // not overlap, by gather.
 template <class T>
 void FromIndicesNdhwcGather(const Geom& g, const typename T::M* go,
                             const int16_t* idx, typename T::M* dx);
+
+// from_input_cl.cc: backward_from_input, channels-last, windows that do not
+// overlap, where the lanes pay: each output row searched (ForwardRowCl), then
+// its input rows written by the same gather.
+template <class T>
+void FromInputNdhwcGather(const Geom& g, const typename T::M* go,
+                          const typename T::M* x, typename T::M* dx);
 
 // Whether the fast channels-first / channels-last searches can take g (their
 // offsets within a plane or an output row are int32).

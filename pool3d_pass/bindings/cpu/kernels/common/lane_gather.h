@@ -15,10 +15,41 @@
 #include <cstdint>
 #include <cstring>
 
+#include <vector>
+
 #include "element_types.h"
 #include "first_max.h"
+#include "geometry.h"
 
 namespace pool3d {
+
+// Per position of one axis: the window covering it and its tap, or -1 (no
+// window covers it).
+struct AxisOwner {
+  std::vector<int64_t> o, t;
+  AxisOwner(int64_t n, int64_t k, int64_t s, int64_t p, int64_t n_out)
+      : o(n, -1), t(n, -1) {
+    for (int64_t oo = 0; oo < n_out; ++oo)
+      for (int64_t tt = 0; tt < k; ++tt) {
+        const int64_t i = oo * s - p + tt;
+        if (i >= 0 && i < n) o[i] = oo, t[i] = tt;
+      }
+  }
+};
+
+// The owners along D, H and W of a geometry whose windows do not overlap.
+struct ClOwners {
+  AxisOwner d, h, w;
+  explicit ClOwners(const Geom& g)
+      : d(g.D, g.kD, g.sD, g.pD, g.Do), h(g.H, g.kH, g.sH, g.pH, g.Ho),
+        w(g.W, g.kW, g.sW, g.pW, g.Wo) {}
+  // Whether some window covers input row (d, h).
+  bool Covers(int64_t d_, int64_t h_) const { return d.o[d_] >= 0 && h.o[h_] >= 0; }
+  // The first tap number of row (d, h) in its window: (td * kH + th) * kW.
+  int64_t RowTap(const Geom& g, int64_t d_, int64_t h_) const {
+    return (d.t[d_] * g.kH + h.t[h_]) * g.kW;
+  }
+};
 
 // One window: dx[j] = idx[j] == t ? 0 + go[j] : +0.
 template <class T>
@@ -31,6 +62,58 @@ POOL3D_HOT void GatherOne(const int16_t* __restrict idx,
     const M keep = M(-M(idx[j] == t)) & M(-M((v & T::kAbs) != 0));
     dx[j] = M(v & keep);
   }
+}
+
+// Input row (d, h): W pixels of n lanes, `step` elements apart in out and
+// go, from the output row of the window that covers it (idx: that row's
+// indices, `idx_step` apart; go: its gradients); t0 is ClOwners::RowTap.
+// Positions no window covers along W get +0.
+template <class T>
+POOL3D_HOT void GatherRowCl(const AxisOwner& ow, int64_t t0, int64_t W,
+                            int64_t n, const int16_t* __restrict idx,
+                            int64_t idx_step,
+                            const typename T::M* __restrict go, int64_t step,
+                            typename T::M* __restrict out) {
+  using M = typename T::M;
+  if (n < 16) {  // few lanes: plain loops, no per-pixel call
+    for (int64_t w = 0; w < W; ++w) {
+      M* o = out + w * step;
+      if (ow.o[w] < 0) {
+        for (int64_t c = 0; c < n; ++c) o[c] = 0;
+        continue;
+      }
+      const int16_t t = int16_t(t0 + ow.t[w]);
+      const int16_t* id = idx + ow.o[w] * idx_step;
+      const M* g = go + ow.o[w] * step;
+      for (int64_t c = 0; c < n; ++c) {
+        const M v = g[c];
+        o[c] = (id[c] == t && (v & T::kAbs) != 0) ? v : M(0);
+      }
+    }
+    return;
+  }
+  for (int64_t w = 0; w < W; ++w) {
+    if (ow.o[w] < 0) {
+      std::memset(static_cast<void*>(out + w * step), 0, sizeof(M) * n);
+      continue;
+    }
+    GatherOne<T>(idx + ow.o[w] * idx_step, go + ow.o[w] * step,
+                 int16_t(t0 + ow.t[w]), n, out + w * step);
+  }
+}
+
+// dx's input rows (b, d, h) that no window covers (k < s, or past the last
+// window): +0. Rows are W * C elements.
+template <class T>
+void ZeroUncoveredRowsCl(const Geom& g, const ClOwners& own,
+                         typename T::M* dx) {
+  const int64_t row = g.W * g.C;
+  for (int64_t b = 0; b < g.B; ++b)
+    for (int64_t d = 0; d < g.D; ++d)
+      for (int64_t h = 0; h < g.H; ++h)
+        if (!own.Covers(d, h))
+          std::memset(static_cast<void*>(dx + ((b * g.D + d) * g.H + h) * row),
+                      0, sizeof(typename T::M) * row);
 }
 
 }  // namespace pool3d
