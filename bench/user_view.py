@@ -24,6 +24,12 @@ Variants, timed interleaved (timing.py):
               when the pass's own choice is another strategy: what the
               layer calls gained.
 * torch       PyTorch CPU doing the same job, `torch.set_num_threads(cores)`.
+* negate      `jax.jit(jnp.negative)(x)`: XLA's simplest program with a
+              result of x's size (read x, write as much as dx). Every
+              rewritten program writes dx too, so `XLA ms / negate ms` is
+              about the largest `XLA / pool3d_pass.jit` any program under
+              XLA could show (dispatch, allocation and first-touch page
+              faults of the result included).
 
 The floor of a job is the fewest bytes it must move (read x and g; write dx,
 and y for "forward + gradient") at the copy bandwidth measured in the same
@@ -107,6 +113,7 @@ def run_job(case: cases.Case, job: str, x, g, x_np, g_np, *, repeats: int,
         counts["recompute"] = rewritten.census(recompute)
 
     variants = {name: blocking(p, x, g) for name, p in programs.items()}
+    variants["negate"] = blocking(jax.jit(jnp.negative), x)
     torch_run = None
     if torch is not None:
         tp = cases.TorchPool(case, torch)
@@ -134,6 +141,7 @@ def run_job(case: cases.Case, job: str, x, g, x_np, g_np, *, repeats: int,
         out = {"xla_vs_pool3d": ms["xla"] / ms["pool3d"]}
         if "torch" in ms:
             out["torch_vs_pool3d"] = ms["torch"] / ms["pool3d"]
+        out["xla_vs_negate"] = ms["xla"] / ms["negate"]
         if "torch" in ms and floor_ms:
             out["torch_vs_floor"] = ms["torch"] / floor_ms
         if "recompute" in ms:
