@@ -161,6 +161,35 @@ def test_stride_one_rows_longer_than_a_lane_chunk():
         check_forward_output(x32, DTYPES[dtype], (3, 3, 3), (1, 1, 1), (0, 1, 0), "NDHWC", "ints")
 
 
+# Windows that neither overlap nor reach into padding (the forward's one
+# shared tap list; fewer channels than a vector: staged rows): kernel, stride.
+DISJOINT = [
+    ((2, 2, 2), (2, 2, 2)),  # whole 2 x 2 x 2 windows: the unrolled search
+    ((3, 3, 3), (3, 3, 3)),  # an odd tap count
+    ((1, 2, 3), (2, 2, 4)),  # gaps between windows
+]
+
+
+@pytest.mark.parametrize("dtype", sorted(DTYPES))
+@pytest.mark.parametrize("channels", [3, 8, 16, 32, 64, 256])
+@pytest.mark.parametrize("window", DISJOINT, ids=lambda w: f"k{w[0]}-s{w[1]}")
+def test_disjoint_windows_over_channel_counts(window, channels, dtype):
+    k, s = window
+    for n, kind in enumerate(KINDS):
+        x32 = make_x(kind, (2, channels, 4, 6, 20), seed=channels + n)
+        check_against_spec(x32, DTYPES[dtype], k, s, (0, 0, 0), "NDHWC", kind, check_xla=kind == "ints")
+
+
+@pytest.mark.parametrize("dtype", sorted(DTYPES))
+def test_disjoint_windows_with_both_infinities(dtype):
+    # +inf and -inf in one window: the f32 search's NaN check (a sum of the
+    # taps) raises a false alarm, which the scalar redo must resolve exactly.
+    x32 = make_x("neg_inf", (2, 32, 4, 6, 8), seed=5)
+    x32[:, :, ::3, ::2, 1::3] = np.inf
+    for channels in (3, 32):
+        check_against_spec(x32[:, :channels], DTYPES[dtype], (2, 2, 2), (2, 2, 2), (0, 0, 0), "NDHWC", "infs")
+
+
 def test_forward_output_in_the_contract_and_every_binding():
     assert TARGETS[FORWARD_OUTPUT] == "pool3d.max_pooling_3d_forward_output"
     x = cast(make_x("ints", (2, 5, 6, 7, 8)), DTYPES["bf16"])

@@ -1,7 +1,9 @@
 // pool3d.max_pooling_3d_forward: (output, indices) from input.
 //
-// NDHWC runs the lane search across channels (forward_cl.cc) where it pays
-// (LanesPay), else the separable one across channels (common/separable_cl.h).
+// NDHWC runs the lane search (forward_cl.cc) with one shared tap list where
+// windows neither overlap nor reach into padding (WindowsDisjoint), the lane
+// search across channels where it pays (LanesPay), else the separable one
+// across channels (common/separable_cl.h).
 // NCDHW runs the separable first-max search (common/separable_ncdhw.h) when
 // windows overlap and a single pass over the input when they do not, all
 // with NaN
@@ -190,6 +192,12 @@ void ForwardNdhwc(const Geom& g, const typename T::M* x, typename T::M* y,
       });
 }
 
+// Windows that neither overlap nor reach into padding: every pixel of every
+// row has the same real taps (ForwardNdhwcDisjoint).
+inline bool WindowsDisjoint(const Geom& g) {
+  return !g.overlap && g.pD == 0 && g.pH == 0 && g.pW == 0;
+}
+
 template <class T>
 void Dispatch(const Geom& g, const void* x, void* y, int16_t* idx) {
   using M = typename T::M;
@@ -197,6 +205,7 @@ void Dispatch(const Geom& g, const void* x, void* y, int16_t* idx) {
   auto* ym = static_cast<M*>(y);
   if (g.in_cl != g.out_cl) return ForwardGeneric<T>(g, xm, ym, idx);
   if (g.in_cl) {
+    if (WindowsDisjoint(g)) return ForwardNdhwcDisjoint<T>(g, xm, ym, idx);
     if (LanesPay(g, 32 / sizeof(M))) return ForwardNdhwcLanes<T>(g, xm, ym, idx);
     return ForwardNdhwc<T>(g, xm, ym, idx);
   }

@@ -60,6 +60,11 @@ inline bool LanesPay(const Geom& g, int64_t lanes) {
   return g.C >= lanes && g.Taps() <= 8 * g.sD * g.sH * g.sW;
 }
 
+// Windows that neither overlap nor reach into padding (WindowsDisjoint).
+template <class T>
+void ForwardNdhwcDisjoint(const Geom& g, const typename T::M* x,
+                          typename T::M* y, int16_t* idx);
+
 // from_indices_cl.cc: backward_from_indices, channels-last, windows that do
 // not overlap, by gather.
 template <class T>
