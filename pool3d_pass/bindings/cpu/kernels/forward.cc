@@ -192,12 +192,6 @@ void ForwardNdhwc(const Geom& g, const typename T::M* x, typename T::M* y,
       });
 }
 
-// Windows that neither overlap nor reach into padding: every pixel of every
-// row has the same real taps (ForwardNdhwcDisjoint).
-inline bool WindowsDisjoint(const Geom& g) {
-  return !g.overlap && g.pD == 0 && g.pH == 0 && g.pW == 0;
-}
-
 template <class T>
 void Dispatch(const Geom& g, const void* x, void* y, int16_t* idx) {
   using M = typename T::M;

@@ -6,16 +6,15 @@
 // searched as lanes, tap by tap. No staging copy, no key pass: every input
 // element is read where a window needs it.
 //
-// ForwardNdhwcDisjoint: windows that neither overlap nor reach into padding
-// share one tap list, built once per call; a row's pixels are searched in
-// one call. Fewer channels than a vector: the row's taps are first staged
-// as planes of Wo * C contiguous lanes, searched as one pixel.
+// ForwardNdhwcDisjoint: windows that neither overlap nor reach into padding,
+// row by row (common/disjoint_rows.h).
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <vector>
 
 #include "common/cl_rows.h"
+#include "common/disjoint_rows.h"
 #include "common/element_types.h"
 #include "common/geometry.h"
 #include "common/lane_search.h"
@@ -50,55 +49,15 @@ void ForwardNdhwcLanes(const Geom& g, const typename T::M* x, typename T::M* y,
       });
 }
 
-// dst[ow * C + c] = src[ow * step + c] for ow < n, c < C < L: each chunk
-// copied as a whole vector where the source row (`avail` elements from src)
-// holds one; the next chunk overwrites the excess (dst has L more slots).
-template <class M>
-static void StagePlane(const M* __restrict src, int64_t avail, int64_t step,
-                       int64_t C, int64_t n, M* __restrict dst) {
-  constexpr int64_t L = 32 / sizeof(M);
-  int64_t ow = 0;
-  for (; ow < n && ow * step + L <= avail; ++ow)
-    std::memcpy(dst + ow * C, src + ow * step, L * sizeof(M));
-  for (; ow < n; ++ow) std::copy(src + ow * step, src + ow * step + C, dst + ow * C);
-}
-
 template <class T>
 void ForwardNdhwcDisjoint(const Geom& g, const typename T::M* x,
                           typename T::M* y, int16_t* idx) {
-  using M = typename T::M;
-  constexpr int64_t kLanes = 32 / sizeof(M);
-  const int64_t rows = g.B * g.Do * g.Ho, C = g.C, WoC = g.Wo * C;
-  const int64_t in_batch = g.D * g.H * g.W * C;
-  const bool staged = C < kLanes;
-  std::vector<int64_t> off, plane;
-  std::vector<int16_t> tap;
-  for (int64_t td = 0; td < g.kD; ++td)
-    for (int64_t th = 0; th < g.kH; ++th)
-      for (int64_t tw = 0; tw < g.kW; ++tw) {
-        off.push_back(((td * g.H + th) * g.W + tw) * C);
-        tap.push_back(int16_t((td * g.kH + th) * g.kW + tw));
-        plane.push_back(int64_t(plane.size()) * WoC);
-      }
-  const int64_t ntaps = int64_t(tap.size());
-  ParallelFor<std::vector<M>>(
-      rows, ThreadCount(rows, g.B * in_batch),
-      [&](int64_t r, std::vector<M>& s) {
-        const int64_t oh = r % g.Ho, od = r / g.Ho % g.Do, b = r / (g.Ho * g.Do);
-        const M* xr =
-            x + b * in_batch + ((od * g.sD) * g.H + oh * g.sH) * g.W * C;
-        M* yr = y + r * WoC;
-        int16_t* ir = idx + r * WoC;
-        if (!staged) {
-          return FirstMaxPixels<T>(xr, g.sW * C, off.data(), tap.data(), ntaps,
-                                   true, g.Wo, C, yr, ir);
-        }
-        s.resize(ntaps * WoC + kLanes);
-        for (int64_t i = 0; i < ntaps; ++i)
-          StagePlane(xr + off[i], (g.W - i % g.kW) * C, g.sW * C, C, g.Wo,
-                     s.data() + plane[i]);
-        FirstMaxPixels<T>(s.data(), 0, plane.data(), tap.data(), ntaps, true,
-                          1, WoC, yr, ir);
+  const int64_t rows = g.B * g.Do * g.Ho, WoC = g.Wo * g.C;
+  const DisjointRows<T> search(g);
+  ParallelFor<std::vector<typename T::M>>(
+      rows, ThreadCount(rows, g.B * g.D * g.H * g.W * g.C),
+      [&](int64_t r, std::vector<typename T::M>& s) {
+        search.Row(x, r, s, y + r * WoC, idx + r * WoC);
       });
 }
 

@@ -1,19 +1,21 @@
-// backward_from_input, channels-last, windows that do not overlap, where
-// the lane search pays (LanesPay): one work item is one output row
-// (b, od, oh), searched as the forward searches it (ForwardRowCl) into a
-// scratch row of indices; the input rows its windows cover are then written
-// by the gather of from_indices_cl.cc (common/lane_gather.h). So the result
-// is backward_from_indices(grad_output, forward(input).indices) bit for bit,
-// and every input element is written once, in the element type: no
-// accumulator, no zeroing pass, no indices in memory. (Measured: with fewer
-// channels than a vector the per-element gather loses to the scatter, 1.2 ms
-// against 0.53 ms at f32 (4,16,48,48,3) k2 s2; those keep FromInputNdhwc.)
+// backward_from_input, channels-last, windows that do not overlap, with a
+// full vector of channels (LanesPay): one work item is one output row
+// (b, od, oh), searched as the forward searches it (common/disjoint_rows.h
+// where no window reaches into padding, else ForwardRowCl) into a scratch
+// row of indices; the input rows its windows cover are then written by the
+// gather of from_indices_cl.cc (common/lane_gather.h). So the result is
+// backward_from_indices(grad_output, forward(input).indices) bit for bit, and
+// every input element is written once, in the element type: no accumulator,
+// no zeroing pass, no indices in memory. (Measured: with fewer channels than
+// a vector the per-element gather loses to the scatter, 0.78 ms against
+// 0.35 ms at f32 (4,16,48,48,3) k2 s2; those keep FromInputNdhwc.)
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <vector>
 
 #include "common/cl_rows.h"
+#include "common/disjoint_rows.h"
 #include "common/element_types.h"
 #include "common/geometry.h"
 #include "common/lane_gather.h"
@@ -33,15 +35,17 @@ void ForEachCoveredRow(const Geom& g, int64_t od, int64_t oh, Fn&& fn) {
       fn(d, h);
 }
 
-template <class T>
-void ByLanes(const Geom& g, const typename T::M* go, const typename T::M* x,
-             typename T::M* dx, const ClOwners& own) {
+// Each output row searched by search(r, y_row, idx_row), then its input
+// rows gathered.
+template <class T, class Search>
+void SearchAndGather(const Geom& g, const typename T::M* go,
+                     typename T::M* dx, const ClOwners& own, Search&& search) {
   using M = typename T::M;
   const int64_t C = g.C, HW = g.H * g.W, in_batch = g.D * HW * C;
   const int64_t out_rows = g.B * g.Do * g.Ho, row = g.Wo * C;
   struct Scratch {
     ClTaps taps;
-    std::vector<M> y;
+    std::vector<M> y, stage;
     std::vector<int16_t> idx;
   };
   ParallelFor<Scratch>(
@@ -50,8 +54,7 @@ void ByLanes(const Geom& g, const typename T::M* go, const typename T::M* x,
         const int64_t oh = r % g.Ho, od = r / g.Ho % g.Do, b = r / (g.Ho * g.Do);
         s.y.resize(row);
         s.idx.resize(row);
-        ForwardRowCl<T>(g, x + b * in_batch, od, oh, s.taps, s.y.data(),
-                        s.idx.data());
+        search(r, s, s.y.data(), s.idx.data());
         ForEachCoveredRow(g, od, oh, [&](int64_t d, int64_t h) {
           GatherRowCl<T>(own.w, own.RowTap(g, d, h), g.W, C, s.idx.data(), C,
                          go + r * row, C,
@@ -66,7 +69,18 @@ template <class T>
 void FromInputNdhwcGather(const Geom& g, const typename T::M* go,
                           const typename T::M* x, typename T::M* dx) {
   const ClOwners own(g);
-  ByLanes<T>(g, go, x, dx, own);
+  if (WindowsDisjoint(g)) {
+    const DisjointRows<T> rows(g);
+    SearchAndGather<T>(g, go, dx, own, [&](int64_t r, auto& s, auto* y, int16_t* idx) {
+      rows.Row(x, r, s.stage, y, idx);
+    });
+  } else {
+    const int64_t in_batch = g.D * g.H * g.W * g.C;
+    SearchAndGather<T>(g, go, dx, own, [&](int64_t r, auto& s, auto* y, int16_t* idx) {
+      const int64_t oh = r % g.Ho, od = r / g.Ho % g.Do, b = r / (g.Ho * g.Do);
+      ForwardRowCl<T>(g, x + b * in_batch, od, oh, s.taps, y, idx);
+    });
+  }
   ZeroUncoveredRowsCl<T>(g, own, dx);
 }
 

@@ -60,7 +60,11 @@ inline bool LanesPay(const Geom& g, int64_t lanes) {
   return g.C >= lanes && g.Taps() <= 8 * g.sD * g.sH * g.sW;
 }
 
-// Windows that neither overlap nor reach into padding (WindowsDisjoint).
+// Windows that neither overlap nor reach into padding: every pixel of every
+// row has the same real taps (ForwardNdhwcDisjoint, common/disjoint_rows.h).
+inline bool WindowsDisjoint(const Geom& g) {
+  return !g.overlap && g.pD == 0 && g.pH == 0 && g.pW == 0;
+}
 template <class T>
 void ForwardNdhwcDisjoint(const Geom& g, const typename T::M* x,
                           typename T::M* y, int16_t* idx);
@@ -72,8 +76,8 @@ void FromIndicesNdhwcGather(const Geom& g, const typename T::M* go,
                             const int16_t* idx, typename T::M* dx);
 
 // from_input_cl.cc: backward_from_input, channels-last, windows that do not
-// overlap, where the lanes pay: each output row searched (ForwardRowCl), then
-// its input rows written by the same gather.
+// overlap, where the lanes pay: each output row searched as the forward
+// searches it, then its input rows written by the same gather.
 template <class T>
 void FromInputNdhwcGather(const Geom& g, const typename T::M* go,
                           const typename T::M* x, typename T::M* dx);
