@@ -130,10 +130,11 @@ def test_enable_rewrites_an_inference_program(caplog):
     del expected
 
 
-def test_refused_configurations_keep_xlas_reduce_window_with_a_remark(caplog):
-    layout, k, s, p, _ = speed.LEFT_TO_XLA[0]
+@pytest.mark.parametrize("layout,k,s,p,dtype", speed.LEFT_TO_XLA,
+                         ids=[f"{c[0]}_k{c[1]}s{c[2]}p{c[3]}_{c[4]}" for c in speed.LEFT_TO_XLA])
+def test_refused_configurations_keep_xlas_reduce_window_with_a_remark(caplog, layout, k, s, p, dtype):
     forward = pool(layout, k, s, p)
-    x = special_input(shape_of(layout), np.float32)
+    x = special_input(shape_of(layout), DTYPES[dtype])
     with caplog.at_level(logging.INFO, logger="pool3d_pass"):
         compiled = pool3d_pass.jit(forward).lower(x).compile()
     assert FORWARD_OUTPUT not in compiled.as_text()
