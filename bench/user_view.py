@@ -25,11 +25,10 @@ Variants, timed interleaved (timing.py):
               layer calls gained.
 * torch       PyTorch CPU doing the same job, `torch.set_num_threads(cores)`.
 * negate      `jax.jit(jnp.negative)(x)`: XLA's simplest program with a
-              result of x's size (read x, write as much as dx). Every
-              rewritten program writes dx too, so `XLA ms / negate ms` is
-              about the largest `XLA / pool3d_pass.jit` any program under
-              XLA could show (dispatch, allocation and first-touch page
-              faults of the result included).
+              result of x's size (read x, write as much as dx): what XLA's
+              own code pays for a result that size, dispatch, allocation and
+              first-touch page faults included. Not a bound on the kernels
+              (on large NCDHW shapes they beat it), a yardstick.
 
 The floor of a job is the fewest bytes it must move (read x and g; write dx,
 and y for "forward + gradient") at the copy bandwidth measured in the same
