@@ -114,6 +114,25 @@ def np_dtype(name: str):
     return np.dtype(ml_dtypes.bfloat16) if name == "bfloat16" else np.dtype(name)
 
 
+# One pooling layer's two jobs (docs/benchmarks.md, section 1).
+JOBS = ("gradient only", "forward + gradient")
+
+
+def jax_job(job: str, pool):
+    """The JAX function of a job: x, g -> dx ("gradient only", the primal unused) or x, g -> (y, dx)."""
+    import jax
+
+    if job == "gradient only":
+        def grad_only(x, g):
+            return jax.vjp(pool, x)[1](g)[0]
+        return grad_only
+
+    def forward_and_grad(x, g):
+        y, vjp = jax.vjp(pool, x)
+        return y, vjp(g)[0]
+    return forward_and_grad
+
+
 def pool_fn(case: Case):
     """The JAX max pool of the case: `lax.reduce_window` max with -inf init."""
     window = case.window(case.kernel)
@@ -153,6 +172,13 @@ def inputs(case: Case, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
 
 def max_abs_diff(a, b) -> float:
     return float(np.max(np.abs(np.asarray(a, np.float32) - np.asarray(b, np.float32))))
+
+
+def tree_max_abs_diff(a, b) -> float:
+    """The largest max_abs_diff over the leaves of two pytrees of the same structure (parameters)."""
+    import jax
+
+    return max(max_abs_diff(u, v) for u, v in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)))
 
 
 class TorchPool:

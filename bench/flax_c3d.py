@@ -26,6 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+import cases
 import rewritten
 from timing import blocking, measure
 
@@ -69,11 +70,6 @@ def steps(net, optimizer):
     return train_step, inference_step
 
 
-def _max_abs_diff(a, b) -> float:
-    return max(float(np.max(np.abs(np.asarray(u, np.float32) - np.asarray(v, np.float32))))
-               for u, v in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)))
-
-
 def _timed(programs: dict, args, repeats: int) -> dict:
     stats = measure({name: blocking(p, *args) for name, p in programs.items()}, repeats=repeats, warmup=1)
     return {"ms": dict(stats),
@@ -104,7 +100,7 @@ def run_precision(name: str, cfg: dict, log=print) -> dict:
         "strategy": rewritten.strategy_of(counts), "census": counts,
         "loss_jax_jit": float(loss_plain), "loss_pool3d_pass_jit": float(loss_rew),
         "same_loss": bool(np.isclose(float(loss_plain), float(loss_rew), rtol=1e-5, atol=1e-6)),
-        "updated_params_max_abs_diff": _max_abs_diff(p_plain, p_rew),
+        "updated_params_max_abs_diff": cases.tree_max_abs_diff(p_plain, p_rew),
     })
 
     log(f"  flax C3D {name}: inference step")

@@ -60,7 +60,7 @@ def main(argv=None) -> int:
         call = user_view._torch_job(job, tp, tp.tensor(x_np), tp.tensor(g_np))
     else:
         x, g = jax.block_until_ready((jnp.asarray(x_np), jnp.asarray(g_np)))
-        fun = user_view._jax_job(job, cases.pool_fn(case))
+        fun = cases.jax_job(job, cases.pool_fn(case))
         if args.variant == "xla":
             program = rewritten.compile_plain(fun, x, g)
         else:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import jax
 import numpy as np
 
+import cases
 import models
 import rewritten
 from timing import blocking, measure
@@ -39,10 +40,6 @@ def run(quick: bool, log=print) -> dict:
         programs["recompute"] = forced
         censuses["recompute"] = rewritten.census(forced)
 
-    def param_diff(a_params, b_params):
-        return max(float(np.max(np.abs(np.asarray(a) - np.asarray(b))))
-                   for a, b in zip(jax.tree_util.tree_leaves(a_params), jax.tree_util.tree_leaves(b_params)))
-
     results = {name: p(params, x, labels) for name, p in programs.items()}
     p_plain, loss_plain = results["jax_jit"]
     p_rew, loss_rew = results["pool3d_pass_jit"]
@@ -57,7 +54,7 @@ def run(quick: bool, log=print) -> dict:
             "strategy": rewritten.strategy_of(censuses[name]),
             "census": censuses[name],
             "loss": float(loss),
-            "updated_params_max_abs_diff": param_diff(p_plain, p_new),
+            "updated_params_max_abs_diff": cases.tree_max_abs_diff(p_plain, p_new),
             "speedup_of_min": stats["jax_jit"].min / stats[name].min,
             "speedup_of_median": stats["jax_jit"].median / stats[name].median,
         }
@@ -73,7 +70,7 @@ def run(quick: bool, log=print) -> dict:
         "loss_pool3d_pass_jit": loss_rew,
         "loss_abs_diff": abs(loss_plain - loss_rew),
         "same_loss": bool(np.isclose(loss_plain, loss_rew, rtol=1e-5, atol=1e-6)),
-        "updated_params_max_abs_diff": param_diff(p_plain, p_rew),
+        "updated_params_max_abs_diff": cases.tree_max_abs_diff(p_plain, p_rew),
         "rewritten_kernel_calls": sum(counts[k] for k in ("backward", "forward", "backward_from_indices",
                                                           "backward_from_input")),
         "programs": strategies,

@@ -61,19 +61,7 @@ try:
 except ImportError:  # torch is optional: its columns are skipped
     torch = None
 
-JOBS = ("gradient only", "forward + gradient")
-
-
-def _jax_job(job: str, pool):
-    if job == "gradient only":
-        def grad_only(x, g):
-            return jax.vjp(pool, x)[1](g)[0]
-        return grad_only
-
-    def forward_and_grad(x, g):
-        y, vjp = jax.vjp(pool, x)
-        return y, vjp(g)[0]
-    return forward_and_grad
+JOBS = cases.JOBS
 
 
 def _torch_job(job: str, tp: "cases.TorchPool", x, g):
@@ -100,7 +88,7 @@ def floor_bytes(job: str, x_np, g_np) -> int:
 
 def run_job(case: cases.Case, job: str, x, g, x_np, g_np, *, repeats: int,
             bandwidth_gb_s: float | None = None) -> dict:
-    fun = _jax_job(job, cases.pool_fn(case))
+    fun = cases.jax_job(job, cases.pool_fn(case))
     xla = rewritten.compile_plain(fun, x, g)
     pool3d = rewritten.compile_rewritten(fun, x, g)
     counts = {"xla": rewritten.census(xla), "pool3d": rewritten.census(pool3d)}

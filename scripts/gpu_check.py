@@ -220,16 +220,6 @@ def _check_one(x, g, attrs, overlap, kind, dtype_name) -> dict:
             "problems": problems}
 
 
-def _job(job: str, pool):
-    if job == "gradient only":
-        return lambda x, g: jax.vjp(pool, x)[1](g)[0]
-
-    def forward_and_gradient(x, g):
-        y, vjp = jax.vjp(pool, x)
-        return y, vjp(g)[0]
-    return forward_and_gradient
-
-
 def _as_tuple(r):
     return r if isinstance(r, tuple) else (r,)
 
@@ -256,7 +246,7 @@ def check_jobs(case_list) -> list[dict]:
         x, g = jnp.asarray(x_np), jnp.asarray(g_np)
         overlap = any(s < k for k, s in zip(case.kernel, case.stride))
         for job in JOBS:
-            fun = _job(job, cases.pool_fn(case))
+            fun = cases.jax_job(job, cases.pool_fn(case))
             expected = [np.asarray(a) for a in _as_tuple(jax.jit(fun)(x, g))]
             for strategy in NUMERICS_STRATEGIES:
                 jitted = pool3d_pass.jit(fun, strategy=strategy)
@@ -337,7 +327,7 @@ def time_case(case, torch, repeats: int) -> dict:
     x, g = jax.block_until_ready((jnp.asarray(x_np), jnp.asarray(g_np)))
     rows = []
     for job in JOBS:
-        fun = _job(job, cases.pool_fn(case))
+        fun = cases.jax_job(job, cases.pool_fn(case))
         xla = jax.jit(fun).lower(x, g).compile()
         pool3d = pool3d_pass.jit(fun, strategy=TIMED_STRATEGY).lower(x, g).compile()
         variants = {"xla": _blocking_jax(xla, x, g), "pool3d": _blocking_jax(pool3d, x, g)}

@@ -67,18 +67,6 @@ def captured_stderr():
             out.append(file.read().decode("utf-8", "replace"))
 
 
-def job_function(job: str, pool):
-    import jax
-
-    if job == "gradient only":
-        return lambda x, g: jax.vjp(pool, x)[1](g)[0]
-
-    def forward_and_gradient(x, g):
-        y, vjp = jax.vjp(pool, x)
-        return y, vjp(g)[0]
-    return forward_and_gradient
-
-
 def compile_one(case, job: str, strategy: str, sharding) -> dict:
     import cases
     import jax
@@ -91,7 +79,7 @@ def compile_one(case, job: str, strategy: str, sharding) -> dict:
     g = jax.ShapeDtypeStruct(case.out_shape(), dtype, sharding=sharding)
     start = time.perf_counter()
     with captured_stderr() as log:
-        compiled = pool3d_pass.jit(job_function(job, cases.pool_fn(case)), strategy=strategy).lower(x, g).compile()
+        compiled = pool3d_pass.jit(cases.jax_job(job, cases.pool_fn(case)), strategy=strategy).lower(x, g).compile()
     seconds = time.perf_counter() - start
     hlo = compiled.as_text()
     ptxas = deviceless.parse_ptxas(log[0])

@@ -35,6 +35,7 @@ from test_cpu_kernel_layer import (
     make_x,
     spec_forward,
     to_layout,
+    window_config,
 )
 
 # kernel, stride, padding
@@ -61,10 +62,7 @@ def _forward_output(k, s, p, layout):
 
 @functools.lru_cache(maxsize=None)
 def _reduce_window(k, s, p, layout):
-    if layout == "NCDHW":
-        win, st_, pad = (1, 1) + k, (1, 1) + s, ((0, 0), (0, 0)) + tuple((q, q) for q in p)
-    else:
-        win, st_, pad = (1,) + k + (1,), (1,) + s + (1,), ((0, 0),) + tuple((q, q) for q in p) + ((0, 0),)
+    win, st_, pad = window_config(layout, k, s, p)
     return jax.jit(lambda v: lax.reduce_window(v, jnp.array(-jnp.inf, v.dtype), lax.max, win, st_, pad))
 
 

@@ -206,12 +206,16 @@ def run_all(x, g_seed, k, s, p, data_format, output_format=None):
     return np.asarray(y), np.asarray(idx), g, np.asarray(dx)
 
 
+def window_config(layout, k, s, p):
+    """(window_dimensions, window_strides, padding) of XLA's reduce_window for a rank-5 pool."""
+    if layout == "NCDHW":
+        return (1, 1) + k, (1, 1) + s, ((0, 0), (0, 0)) + tuple((q, q) for q in p)
+    return (1,) + k + (1,), (1,) + s + (1,), ((0, 0),) + tuple((q, q) for q in p) + ((0, 0),)
+
+
 @functools.lru_cache(maxsize=None)
 def _xla(layout, k, s, p):
-    if layout == "NCDHW":
-        win, st_, pad = (1, 1) + k, (1, 1) + s, ((0, 0), (0, 0)) + tuple((q, q) for q in p)
-    else:
-        win, st_, pad = (1,) + k + (1,), (1,) + s + (1,), ((0, 0),) + tuple((q, q) for q in p) + ((0, 0),)
+    win, st_, pad = window_config(layout, k, s, p)
 
     def fwd(v):
         return lax.reduce_window(v, -jnp.inf, lax.max, win, st_, pad)

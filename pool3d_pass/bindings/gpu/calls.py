@@ -43,7 +43,7 @@ from collections.abc import Sequence
 
 import jax
 
-from pool3d_pass.contract import LAYOUTS
+from pool3d_pass.contract import LAYOUTS, pooled_extent
 
 logger = logging.getLogger("pool3d_pass")
 
@@ -149,7 +149,7 @@ def _geometry(input_shape, kernel_size, stride, padding, data_format, output_for
         raise ValueError(f"gpu binding: unknown output_format {output_format!r}")
     if any(kk < 1 for kk in k) or any(ss < 1 for ss in s) or any(pp < 0 or pp >= kk for pp, kk in zip(p, k)):
         raise ValueError(f"gpu binding: bad attributes kernel_size={list(k)} stride={list(s)} padding={list(p)}")
-    out = tuple((n + 2 * pp - kk) // ss + 1 for n, kk, ss, pp in zip(spatial, k, s, p))
+    out = tuple(pooled_extent(n, kk, ss, pp, pp) for n, kk, ss, pp in zip(spatial, k, s, p))
     if any(o < 1 for o in out):
         raise ValueError(f"gpu binding: input spatial shape {list(spatial)} gives an empty output {list(out)}")
     in_size = batch * channels * math.prod(spatial)
