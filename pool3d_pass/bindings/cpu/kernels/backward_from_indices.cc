@@ -13,7 +13,8 @@
 // from a table (td * H * W + th * W + tw) built once per call; windows that do
 // not overlap write every element once instead (no zeroing). NDHWC: one
 // work item is one (b, channel block), with the sliding f32 accumulator of
-// ndhwc_accumulator.h.
+// ndhwc_accumulator.h; bf16/f16 windows that do not overlap, with a full
+// vector of channels, gather instead (from_indices_cl.cc).
 #include <algorithm>
 #include <cstdint>
 #include <vector>
@@ -211,7 +212,7 @@ void Dispatch(const Geom& g, const void* go, const int16_t* idx, void* dx) {
   auto* dm = static_cast<M*>(dx);
   if (g.in_cl != g.out_cl) return FromIndicesGeneric<T>(g, gm, idx, dm);
   if (g.in_cl) {
-    if (!g.overlap)
+    if (!g.overlap && FromIndicesGatherPays<M>(g))
       return FromIndicesNdhwcGather<T>(g, gm, idx, dm);
     return FromIndicesNdhwc<T>(g, gm, idx, dm);
   }

@@ -1,12 +1,14 @@
-// backward_from_indices, channels-last, windows that do not overlap: by
-// gather (common/lane_gather.h). One work item is one input row (b, d, h):
-// its W * C elements are written once, in the element type, with no
-// zeroing pass, no accumulator and no rounding pass.
+// backward_from_indices, channels-last, windows that do not overlap, where
+// the gather pays (FromIndicesGatherPays, layouts.h): by gather
+// (common/lane_gather.h). One work item is one input row (b, d, h): its
+// W * C elements are written once, in the element type, with no zeroing
+// pass, no accumulator and no rounding pass.
 //
 // Each input position lies in at most one window along each axis (its
-// window and tap per axis: ClOwners, -1 for a position no window covers). An element takes its window's grad_output (0 + g: +0 for
-// -0) where the window's index names the element's own tap, else +0: a
-// window whose index is -1, out of range or a padding tap matches nothing.
+// window and tap per axis: ClOwners, -1 for a position no window covers).
+// An element takes its window's grad_output (0 + g: +0 for -0) where the
+// window's index names the element's own tap, else +0: a window whose index
+// is -1, out of range or a padding tap matches nothing.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -37,8 +39,7 @@ void FromIndicesNdhwcGather(const Geom& g, const typename T::M* go,
         }
         const int64_t o =
             ((b * g.Do + own.d.o[d]) * g.Ho + own.h.o[h]) * g.Wo * C;
-        GatherRowCl<T>(own.w, own.RowTap(g, d, h), g.W, C, idx + o, C, go + o,
-                       C, out);
+        GatherRowCl<T>(own.w, own.RowTap(g, d, h), g.W, C, idx + o, go + o, out);
       });
 }
 

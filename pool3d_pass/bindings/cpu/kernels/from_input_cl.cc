@@ -56,8 +56,8 @@ void SearchAndGather(const Geom& g, const typename T::M* go,
         s.idx.resize(row);
         search(r, s, s.y.data(), s.idx.data());
         ForEachCoveredRow(g, od, oh, [&](int64_t d, int64_t h) {
-          GatherRowCl<T>(own.w, own.RowTap(g, d, h), g.W, C, s.idx.data(), C,
-                         go + r * row, C,
+          GatherRowCl<T>(own.w, own.RowTap(g, d, h), g.W, C, s.idx.data(),
+                         go + r * row,
                          dx + b * in_batch + (d * HW + h * g.W) * C);
         });
       });

@@ -51,55 +51,42 @@ struct ClOwners {
   }
 };
 
-// One window: dx[j] = idx[j] == t ? 0 + go[j] : +0.
+// One input row of W pixels of n lanes: pixel w takes lane c of window
+// o[w] (idx and go: that output row) where its index is tap t0 + t[w], else
+// +0 (0 + g: +0 for -0); pixels with o[w] < 0 get +0. One call per row, the
+// lane loop vectorized inside it.
 template <class T>
-POOL3D_HOT void GatherOne(const int16_t* __restrict idx,
-                          const typename T::M* __restrict go, int16_t t,
-                          int64_t n, typename T::M* __restrict dx) {
+POOL3D_HOT void GatherRowLanes(const int64_t* __restrict o,
+                               const int64_t* __restrict t, int64_t W,
+                               int64_t n, int64_t t0,
+                               const int16_t* __restrict idx,
+                               const typename T::M* __restrict go,
+                               typename T::M* __restrict out) {
   using M = typename T::M;
-  for (int64_t j = 0; j < n; ++j) {
-    const M v = go[j];
-    const M keep = M(-M(idx[j] == t)) & M(-M((v & T::kAbs) != 0));
-    dx[j] = M(v & keep);
+  for (int64_t w = 0; w < W; ++w, out += n) {
+    if (o[w] < 0) {
+      for (int64_t c = 0; c < n; ++c) out[c] = M(0);
+      continue;
+    }
+    const int16_t tap = int16_t(t0 + t[w]);
+    const int16_t* __restrict id = idx + o[w] * n;
+    const M* __restrict g = go + o[w] * n;
+    for (int64_t c = 0; c < n; ++c) {
+      const M v = g[c];
+      const M keep = M(-M(id[c] == tap)) & M(-M((v & T::kAbs) != 0));
+      out[c] = M(v & keep);
+    }
   }
 }
 
-// Input row (d, h): W pixels of n lanes, `step` elements apart in out and
-// go, from the output row of the window that covers it (idx: that row's
-// indices, `idx_step` apart; go: its gradients); t0 is ClOwners::RowTap.
-// Positions no window covers along W get +0.
+// Input row (d, h): W pixels of C lanes from the output row of the windows
+// that cover it (idx: that row's indices; go: its gradients); t0 is
+// ClOwners::RowTap. Positions no window covers along W get +0.
 template <class T>
-POOL3D_HOT void GatherRowCl(const AxisOwner& ow, int64_t t0, int64_t W,
-                            int64_t n, const int16_t* __restrict idx,
-                            int64_t idx_step,
-                            const typename T::M* __restrict go, int64_t step,
-                            typename T::M* __restrict out) {
-  using M = typename T::M;
-  if (n < 16) {  // few lanes: plain loops, no per-pixel call
-    for (int64_t w = 0; w < W; ++w) {
-      M* o = out + w * step;
-      if (ow.o[w] < 0) {
-        for (int64_t c = 0; c < n; ++c) o[c] = 0;
-        continue;
-      }
-      const int16_t t = int16_t(t0 + ow.t[w]);
-      const int16_t* id = idx + ow.o[w] * idx_step;
-      const M* g = go + ow.o[w] * step;
-      for (int64_t c = 0; c < n; ++c) {
-        const M v = g[c];
-        o[c] = (id[c] == t && (v & T::kAbs) != 0) ? v : M(0);
-      }
-    }
-    return;
-  }
-  for (int64_t w = 0; w < W; ++w) {
-    if (ow.o[w] < 0) {
-      std::memset(static_cast<void*>(out + w * step), 0, sizeof(M) * n);
-      continue;
-    }
-    GatherOne<T>(idx + ow.o[w] * idx_step, go + ow.o[w] * step,
-                 int16_t(t0 + ow.t[w]), n, out + w * step);
-  }
+void GatherRowCl(const AxisOwner& ow, int64_t t0, int64_t W, int64_t C,
+                 const int16_t* idx, const typename T::M* go,
+                 typename T::M* out) {
+  GatherRowLanes<T>(ow.o.data(), ow.t.data(), W, C, t0, idx, go, out);
 }
 
 // dx's input rows (b, d, h) that no window covers (k < s, or past the last
