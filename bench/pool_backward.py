@@ -21,8 +21,9 @@ For each case (shape, window, layout, dtype):
                the same run.
 * negate       `jax.jit(jnp.negative)(x)`: the cheapest XLA program that reads x
                and writes a fresh result of dx's size. XLA allocates every
-               result anew, and first-touch page faults on it cost as much as
-               the copy itself: this is the floor as seen from inside XLA.
+               result anew (above glibc's 32 MiB mmap threshold a fresh
+               mapping, whose first-touch page faults cost as much as the
+               copy itself): this is the floor as seen from inside XLA.
 
 2-D cases (NCHW) run the kernels on a unit depth axis (B, C, 1, H, W).
 All variants are timed interleaved (see timing.py); their results are compared
