@@ -72,7 +72,7 @@ void ForwardNdhwcDisjoint(const Geom& g, const typename T::M* x,
 // from_indices_cl.cc: backward_from_indices, channels-last, windows that do
 // not overlap, by gather. It pays only for bf16/f16 with a full vector of
 // channels, where the scatter needs an f32 accumulator and a rounding pass.
-// Measured on fresh result buffers (docs/benchmarks.md), the scatter was
+// Measured from cold caches (docs/benchmarks.md), the scatter was
 // faster in f32 at C 3 to 32 (1.2x-2.0x) and level at C = 64, and in the
 // half types below 16 channels; the gather 1.3x faster in bf16 at C = 32.
 template <class M>
