@@ -213,3 +213,13 @@ def test_forward_output_zero_batch():
     y = cpu.max_pooling_3d_forward_output(x, kernel_size=(2, 2, 2), stride=(2, 2, 2), padding=(0, 0, 0),
                                           data_format="NDHWC")
     assert y.shape == (0, 2, 2, 2, 3)
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "f16"])
+def test_few_channels_on_a_large_plane_gather_without_an_accumulator(dtype):
+    # bf16/f16 with fewer channels than a vector scatter through an f32
+    # accumulator of a few depth slices, unless that would pass 8 MiB
+    # (FromIndicesGatherPays): 900 x 900 x 3 lanes is 9.7 MB, so this plane
+    # takes the gather with 3 lanes a pixel.
+    x32 = make_x("ints", (1, 3, 1, 900, 900), seed=11)
+    check_against_spec(x32, DTYPES[dtype], (1, 2, 2), (1, 2, 2), (0, 0, 0), "NDHWC", "ints", check_xla=False)

@@ -4,6 +4,7 @@
 #ifndef POOL3D_KERNELS_LAYOUTS_H_
 #define POOL3D_KERNELS_LAYOUTS_H_
 
+#include <algorithm>
 #include <cstdint>
 
 #include "common/cl_rows.h"
@@ -75,9 +76,14 @@ void ForwardNdhwcDisjoint(const Geom& g, const typename T::M* x,
 // Measured from cold caches (docs/benchmarks.md), the scatter was
 // faster in f32 at C 3 to 32 (1.2x-2.0x) and level at C = 64, and in the
 // half types below 16 channels; the gather 1.3x faster in bf16 at C = 32.
+// The half types also gather where the scatter's accumulator (its few depth
+// slices, ndhwc_accumulator.h) would pass 8 MiB: the gather needs none.
 template <class M>
 inline bool FromIndicesGatherPays(const Geom& g) {
-  return sizeof(M) < 4 && LanesPay(g, 32 / sizeof(M));
+  if (sizeof(M) == 4) return false;
+  const int64_t slices = std::min(g.D, 2 * g.kD + g.sD);
+  const int64_t accumulator_bytes = slices * g.H * g.W * g.C * 4;
+  return LanesPay(g, 32 / sizeof(M)) || accumulator_bytes > (int64_t{8} << 20);
 }
 template <class T>
 void FromIndicesNdhwcGather(const Geom& g, const typename T::M* go,
