@@ -8,9 +8,7 @@
 //
 // ForwardNdhwcDisjoint: windows that neither overlap nor reach into padding,
 // row by row (common/disjoint_rows.h).
-#include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <vector>
 
 #include "common/cl_rows.h"

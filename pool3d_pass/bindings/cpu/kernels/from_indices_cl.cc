@@ -1,7 +1,7 @@
 // backward_from_indices, channels-last, windows that do not overlap, where
-// the gather pays (FromIndicesGatherPays, layouts.h): by gather
-// (common/lane_gather.h). One work item is one input row (b, d, h): its
-// W * C elements are written once, in the element type, with no zeroing
+// the gather pays (FromIndicesGatherPays, backward_from_indices.cc): by
+// gather (common/lane_gather.h). One work item is one input row (b, d, h):
+// its W * C elements are written once, in the element type, with no zeroing
 // pass, no accumulator and no rounding pass.
 //
 // Each input position lies in at most one window along each axis (its

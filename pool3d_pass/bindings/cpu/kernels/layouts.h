@@ -4,7 +4,6 @@
 #ifndef POOL3D_KERNELS_LAYOUTS_H_
 #define POOL3D_KERNELS_LAYOUTS_H_
 
-#include <algorithm>
 #include <cstdint>
 
 #include "common/cl_rows.h"
@@ -71,20 +70,8 @@ void ForwardNdhwcDisjoint(const Geom& g, const typename T::M* x,
                           typename T::M* y, int16_t* idx);
 
 // from_indices_cl.cc: backward_from_indices, channels-last, windows that do
-// not overlap, by gather. It pays only for bf16/f16 with a full vector of
-// channels, where the scatter needs an f32 accumulator and a rounding pass.
-// Measured from cold caches (docs/benchmarks.md), the scatter was
-// faster in f32 at C 3 to 32 (1.2x-2.0x) and level at C = 64, and in the
-// half types below 16 channels; the gather 1.3x faster in bf16 at C = 32.
-// The half types also gather where the scatter's accumulator (its few depth
-// slices, ndhwc_accumulator.h) would pass 8 MiB: the gather needs none.
-template <class M>
-inline bool FromIndicesGatherPays(const Geom& g) {
-  if (sizeof(M) == 4) return false;
-  const int64_t slices = std::min(g.D, 2 * g.kD + g.sD);
-  const int64_t accumulator_bytes = slices * g.H * g.W * g.C * 4;
-  return LanesPay(g, 32 / sizeof(M)) || accumulator_bytes > (int64_t{8} << 20);
-}
+// not overlap, by gather, where it pays (FromIndicesGatherPays,
+// backward_from_indices.cc).
 template <class T>
 void FromIndicesNdhwcGather(const Geom& g, const typename T::M* go,
                             const int16_t* idx, typename T::M* dx);

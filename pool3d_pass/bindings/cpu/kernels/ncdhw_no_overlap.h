@@ -99,6 +99,33 @@ POOL3D_HOT void WindowsOfMergedRow(const int32_t* __restrict ck,
   }
 }
 
+// The rows-first search of output row oh (windows that tile the row: KW > 0,
+// no W padding) into best/tap; false where it does not apply (then the
+// tap-by-tap search runs), including an output row with no real tap row.
+template <class T, int KW>
+bool SearchMergedRow(const Geom& g, const typename T::M* xp, int64_t d0,
+                     int64_t td_lo, int64_t td_hi, int64_t h0, int64_t th_lo,
+                     int64_t th_hi, NoOverlapScratch& s, int32_t* best,
+                     int32_t* tap) {
+  if constexpr (KW == 0) {
+    return false;
+  } else {
+    if (g.pW != 0 || td_lo == td_hi || th_lo == th_hi) return false;
+    const int64_t n = g.Wo * KW;
+    s.merged_key.resize(n);
+    s.merged_tap.resize(n);
+    for (int64_t td = td_lo; td < td_hi; ++td)
+      for (int64_t th = th_lo; th < th_hi; ++th)
+        MergeTapRow<T>(xp + ((d0 + td) * g.H + h0 + th) * g.W,
+                       td == td_lo && th == th_lo,
+                       int32_t((td * g.kH + th) * KW), s.merged_key.data(),
+                       s.merged_tap.data(), n);
+    WindowsOfMergedRow<KW>(s.merged_key.data(), s.merged_tap.data(), g.Wo,
+                           best, tap);
+    return true;
+  }
+}
+
 // The search of output depth od of plane xp (KeyNanHigh order): calls
 // row(oh, best, tap) for each output row, best/tap[ow] holding the winner's
 // key and tap number of window ow.
@@ -116,56 +143,33 @@ void SearchDepthNoOverlap(const Geom& g, const typename T::M* xp, int64_t od,
   s.tap.resize(g.Wo);
   int32_t* best = s.best.data();
   int32_t* tap = s.tap.data();
-  const bool rows_first = KW > 0 && g.pW == 0;
-  if (rows_first) {
-    s.merged_key.resize(g.Wo * KW);
-    s.merged_tap.resize(g.Wo * KW);
-  }
   for (int64_t oh = 0; oh < g.Ho; ++oh) {
     const int64_t h0 = oh * g.sH - g.pH;
     int64_t th_lo, th_hi;
     TapRange(h0, g.kH, g.H, &th_lo, &th_hi);
-    if constexpr (KW > 0) {
-      if (rows_first) {
-        const int64_t n = g.Wo * KW;
-        bool first = true;
-        for (int64_t td = td_lo; td < td_hi; ++td)
-          for (int64_t th = th_lo; th < th_hi; ++th) {
-            MergeTapRow<T>(xp + (d0 + td) * HW + (h0 + th) * g.W, first,
-                           int32_t((td * g.kH + th) * KW),
-                           s.merged_key.data(), s.merged_tap.data(), n);
-            first = false;
-          }
-        if (first) {  // no real tap row
-          std::fill(s.merged_key.begin(), s.merged_key.end(), kPadKey);
-          std::fill(s.merged_tap.begin(), s.merged_tap.end(), 0);
+    if (!SearchMergedRow<T, KW>(g, xp, d0, td_lo, td_hi, h0, th_lo, th_hi, s,
+                                best, tap)) {
+      std::fill(best, best + g.Wo, kPadKey);
+      std::fill(tap, tap + g.Wo, 0);
+      for (int64_t td = td_lo; td < td_hi; ++td)
+        for (int64_t th = th_lo; th < th_hi; ++th) {
+          Keys<T, NanHigh>(xp + (d0 + td) * HW + (h0 + th) * g.W,
+                           s.keys.data(), g.W);
+          const int32_t* kr = s.keys.data();
+          const int32_t base = int32_t((td * g.kH + th) * g.kW);
+          auto edge = [&](int64_t ow) {
+            const int64_t w0 = ow * g.sW - g.pW;
+            int64_t lo, hi;
+            TapRange(w0, g.kW, g.W, &lo, &hi);
+            for (int64_t tw = lo; tw < hi; ++tw)
+              TakeIfGreater(kr[w0 + tw], base + int32_t(tw), best[ow],
+                            tap[ow]);
+          };
+          for (int64_t ow = 0; ow < ilo; ++ow) edge(ow);
+          RowTapsMax<KW>(kr, base, ilo, ihi, g.kW, g.sW, g.pW, best, tap);
+          for (int64_t ow = ihi; ow < g.Wo; ++ow) edge(ow);
         }
-        WindowsOfMergedRow<KW>(s.merged_key.data(), s.merged_tap.data(), g.Wo,
-                               best, tap);
-        row(oh, static_cast<const int32_t*>(best),
-            static_cast<const int32_t*>(tap));
-        continue;
-      }
     }
-    std::fill(best, best + g.Wo, kPadKey);
-    std::fill(tap, tap + g.Wo, 0);
-    for (int64_t td = td_lo; td < td_hi; ++td)
-      for (int64_t th = th_lo; th < th_hi; ++th) {
-        Keys<T, NanHigh>(xp + (d0 + td) * HW + (h0 + th) * g.W,
-                         s.keys.data(), g.W);
-        const int32_t* kr = s.keys.data();
-        const int32_t base = int32_t((td * g.kH + th) * g.kW);
-        auto edge = [&](int64_t ow) {
-          const int64_t w0 = ow * g.sW - g.pW;
-          int64_t lo, hi;
-          TapRange(w0, g.kW, g.W, &lo, &hi);
-          for (int64_t tw = lo; tw < hi; ++tw)
-            TakeIfGreater(kr[w0 + tw], base + int32_t(tw), best[ow], tap[ow]);
-        };
-        for (int64_t ow = 0; ow < ilo; ++ow) edge(ow);
-        RowTapsMax<KW>(kr, base, ilo, ihi, g.kW, g.sW, g.pW, best, tap);
-        for (int64_t ow = ihi; ow < g.Wo; ++ow) edge(ow);
-      }
     row(oh, static_cast<const int32_t*>(best), static_cast<const int32_t*>(tap));
   }
 }

@@ -26,13 +26,19 @@ struct NdhwcBlocks {
   int threads;
 };
 
+// Depth slices the bf16/f16 accumulator holds at once (f32 accumulates in
+// dx itself, all of D).
+inline int64_t HalfAccumulatorSlices(const Geom& g) {
+  return std::min(g.D, 2 * g.kD + g.sD);
+}
+
 template <class T>
 NdhwcBlocks PlanNdhwcBlocks(const Geom& g) {
   constexpr bool kF32 = sizeof(typename T::M) == 4;
   const int64_t HW = g.H * g.W, total = g.B * g.D * HW * g.C;
   NdhwcBlocks bl;
   bl.nc_blk = ChannelBlock(g.C, g.B, ThreadCount(int64_t{1} << 20, total));
-  bl.R = kF32 ? g.D : std::min(g.D, 2 * g.kD + g.sD);
+  bl.R = kF32 ? g.D : HalfAccumulatorSlices(g);
   if (!kF32) {  // keep the per-thread f32 accumulator below ~64 MiB
     while (bl.nc_blk > 1 && bl.R * HW * bl.nc_blk > (int64_t{1} << 24)) {
       bl.nc_blk = (bl.nc_blk + 1) / 2;
