@@ -1,7 +1,8 @@
 """Tests of the lane kernels: the channels-last forward (lanes across channels,
 stride-1 rows as (w, c) lanes), the channels-last backwards from indices and
-from input by gather where windows do not overlap, and the forward_output
-call (y only, both layouts).
+from input by gather where windows do not overlap, the channels-last bf16
+backward from indices by gather where windows overlap (the same bits as the
+scatters), and the forward_output call (y only, both layouts).
 
 Judged as tests/test_cpu_kernel_layer.py judges the layer calls (its numpy
 statement of the contract, and XLA), over channel counts from 1 to 256
@@ -223,3 +224,44 @@ def test_few_channels_on_a_large_plane_gather_without_an_accumulator(dtype):
     # takes the gather with 3 lanes a pixel.
     x32 = make_x("ints", (1, 3, 1, 900, 900), seed=11)
     check_against_spec(x32, DTYPES[dtype], (1, 2, 2), (1, 2, 2), (0, 0, 0), "NDHWC", "ints", check_xla=False)
+
+
+# Overlapping bf16 windows in whole vectors of at least 32 channels take the
+# gather (common/overlap_gather.h): kernel, stride, padding.
+OVERLAP_GATHER = [
+    ((3, 3, 3), (2, 2, 2), (1, 1, 1)),
+    ((3, 3, 3), (1, 1, 1), (1, 1, 1)),
+    ((3, 3, 3), (1, 1, 1), (0, 0, 0)),  # no padding, edges covered by fewer windows
+    ((2, 3, 2), (1, 2, 3), (1, 0, 1)),  # gaps along W
+    ((3, 2, 3), (2, 1, 2), (1, 1, 0)),
+]
+
+
+@pytest.mark.parametrize("channels", [32, 48, 64, 128])
+@pytest.mark.parametrize("window", OVERLAP_GATHER, ids=_ids)
+def test_overlapping_bf16_gather_matches_the_scatter_bit_for_bit(window, channels):
+    # The gather adds each element's windows in (od, oh, ow) order in f32 and
+    # rounds once, as the channels-first scatter and the fused channels-last
+    # scatter do: the same bits, also for NaN, inf and -0 gradients.
+    k, s, p = window
+    bf16 = DTYPES["bf16"]
+    for n, kind in enumerate(KINDS):
+        x32 = make_x(kind, (2, channels, 5, 7, 9), seed=channels + n)
+        check_against_spec(x32, bf16, k, s, p, "NDHWC", kind, check_xla=kind == "ints")
+        x = jnp.asarray(cast(x32, bf16))
+        first = dict(kernel_size=k, stride=s, padding=p, data_format="NCDHW")
+        last = dict(first, data_format="NDHWC")
+        _, idx = cpu.max_pooling_3d_forward(x, **first)
+        rng = np.random.default_rng(n)
+        g = rng.standard_normal(idx.shape).astype(np.float32) * 3
+        g[rng.random(g.shape) < 0.05] = -0.0
+        g[rng.random(g.shape) < 0.01] = np.nan
+        g[rng.random(g.shape) < 0.01] = np.inf
+        g = g.astype(bf16)
+        cl = (0, 2, 3, 4, 1)
+        dx_first = cpu.max_pooling_3d_backward_from_indices(g, idx, input_shape=x.shape, **first)
+        dx_last = cpu.max_pooling_3d_backward_from_indices(
+            np.transpose(g, cl), jnp.transpose(idx, cl), input_shape=tuple(np.array(x.shape)[list(cl)]), **last)
+        np.testing.assert_array_equal(bits(np.transpose(np.asarray(dx_first), cl)), bits(np.asarray(dx_last)), err_msg=kind)
+        dx_fused = cpu.max_pooling_3d_backward_from_input(np.transpose(g, cl), jnp.transpose(x, cl), **last)
+        np.testing.assert_array_equal(bits(np.asarray(dx_fused)), bits(np.asarray(dx_last)), err_msg=f"{kind}: from_input")

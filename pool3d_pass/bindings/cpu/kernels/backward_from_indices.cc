@@ -14,9 +14,11 @@
 // not overlap write every element once instead (no zeroing). NDHWC: one
 // work item is one (b, channel block), with the sliding f32 accumulator of
 // ndhwc_accumulator.h; bf16/f16 windows that do not overlap, with a full
-// vector of channels, gather instead (from_indices_cl.cc).
+// vector of channels, and bf16 windows that overlap, in whole vectors of at
+// least 32 channels, gather instead (from_indices_cl.cc).
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "common/element_types.h"
@@ -221,6 +223,21 @@ bool FromIndicesGatherPays(const Geom& g) {
   return LanesPay(g, 32 / sizeof(M)) || accumulator_bytes > (int64_t{8} << 20);
 }
 
+#ifdef POOL3D_OVERLAP_GATHER
+// Channels-last bf16 windows that overlap: whether the gather
+// (common/overlap_gather.h, AVX2) beats the scatter, which needs an f32
+// accumulator, a zeroing pass and a rounding pass. Measured from cold caches
+// (docs/benchmarks.md): 1.1x-1.7x faster with 32 to 256 channels, a multiple
+// of 16 (whole vectors); slower with 16 (0.8x at k3 s2) and far slower with
+// a scalar tail of lanes (0.3x at C = 24). f32 keeps the scatter (it
+// accumulates in dx itself, with no rounding pass: the gather measured
+// 0.8x-0.9x); f16 too (no conversion instructions are assumed).
+bool OverlapGatherPays(const Geom& g) {
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  return avx2 && g.C >= 32 && g.C % 16 == 0;
+}
+#endif
+
 template <class T>
 void Dispatch(const Geom& g, const void* go, const int16_t* idx, void* dx) {
   using M = typename T::M;
@@ -228,6 +245,11 @@ void Dispatch(const Geom& g, const void* go, const int16_t* idx, void* dx) {
   auto* dm = static_cast<M*>(dx);
   if (g.in_cl != g.out_cl) return FromIndicesGeneric<T>(g, gm, idx, dm);
   if (g.in_cl) {
+#ifdef POOL3D_OVERLAP_GATHER
+    if constexpr (std::is_same_v<T, BF16T>)
+      if (g.overlap && OverlapGatherPays(g))
+        return FromIndicesNdhwcOverlapGatherBf16(g, gm, idx, dm);
+#endif
     if (!g.overlap && FromIndicesGatherPays<M>(g))
       return FromIndicesNdhwcGather<T>(g, gm, idx, dm);
     return FromIndicesNdhwc<T>(g, gm, idx, dm);

@@ -1,14 +1,18 @@
-// backward_from_indices, channels-last, windows that do not overlap, where
-// the gather pays (FromIndicesGatherPays, backward_from_indices.cc): by
-// gather (common/lane_gather.h). One work item is one input row (b, d, h):
-// its W * C elements are written once, in the element type, with no zeroing
-// pass, no accumulator and no rounding pass.
+// backward_from_indices, channels-last, by gather where it pays
+// (backward_from_indices.cc says where). One work item is one input row
+// (b, d, h): its W * C elements are written once, in the element type, with
+// no zeroing pass, no accumulator plane and no rounding pass.
 //
-// Each input position lies in at most one window along each axis (its
-// window and tap per axis: ClOwners, -1 for a position no window covers).
-// An element takes its window's grad_output (0 + g: +0 for -0) where the
-// window's index names the element's own tap, else +0: a window whose index
-// is -1, out of range or a padding tap matches nothing.
+// Windows that do not overlap (common/lane_gather.h): each input position
+// lies in at most one window along each axis (its window and tap per axis:
+// ClOwners, -1 for a position no window covers). An element takes its
+// window's grad_output (0 + g: +0 for -0) where the window's index names the
+// element's own tap, else +0: a window whose index is -1, out of range or a
+// padding tap matches nothing.
+//
+// Windows that overlap (common/overlap_gather.h): each pixel sums, in f32
+// registers, the grad_output of every covering window whose index names its
+// tap, in (od, oh, ow) order, the scatter's order, so the same bits.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -19,6 +23,9 @@
 #include "common/lane_gather.h"
 #include "common/threading.h"
 #include "layouts.h"
+#ifdef POOL3D_OVERLAP_GATHER
+#include "common/overlap_gather.h"
+#endif
 
 namespace pool3d {
 
@@ -43,8 +50,34 @@ void FromIndicesNdhwcGather(const Geom& g, const typename T::M* go,
       });
 }
 
-#define POOL3D_INSTANTIATE(T)                                               \
-  template void FromIndicesNdhwcGather<T>(const Geom&, const T::M*,         \
+#ifdef POOL3D_OVERLAP_GATHER
+void FromIndicesNdhwcOverlapGatherBf16(const Geom& g, const uint16_t* go,
+                                       const int16_t* idx, uint16_t* dx) {
+  const int64_t C = g.C, rows = g.B * g.D * g.H, WC = g.W * C;
+  const AxisCover cd(g.D, g.kD, g.sD, g.pD, g.Do),
+      ch(g.H, g.kH, g.sH, g.pH, g.Ho), cw(g.W, g.kW, g.sW, g.pW, g.Wo, C);
+  struct Rows {
+    std::vector<int64_t> off;
+    std::vector<int32_t> tap;
+  };
+  ParallelFor<Rows>(rows, ThreadCount(rows, rows * WC), [&](int64_t r, Rows& s) {
+    const int64_t h = r % g.H, d = r / g.H % g.D, b = r / (g.H * g.D);
+    s.off.clear();
+    s.tap.clear();
+    for (int32_t i = cd.start[d]; i < cd.start[d + 1]; ++i)
+      for (int32_t j = ch.start[h]; j < ch.start[h + 1]; ++j) {
+        s.off.push_back(((b * g.Do + cd.o[i]) * g.Ho + ch.o[j]) * g.Wo * C);
+        s.tap.push_back(int32_t((cd.t[i] * g.kH + ch.t[j]) * g.kW));
+      }
+    const CoverRows cr{s.off.data(), s.tap.data(), int64_t(s.off.size()), cw,
+                       C};
+    GatherOverlapRowBf16(cr, idx, go, g.W, dx + r * WC);
+  });
+}
+#endif  // POOL3D_OVERLAP_GATHER
+
+#define POOL3D_INSTANTIATE(T)                                       \
+  template void FromIndicesNdhwcGather<T>(const Geom&, const T::M*, \
                                           const int16_t*, T::M*);
 POOL3D_INSTANTIATE(F32T)
 POOL3D_INSTANTIATE(BF16T)

@@ -69,12 +69,19 @@ template <class T>
 void ForwardNdhwcDisjoint(const Geom& g, const typename T::M* x,
                           typename T::M* y, int16_t* idx);
 
-// from_indices_cl.cc: backward_from_indices, channels-last, windows that do
-// not overlap, by gather, where it pays (FromIndicesGatherPays,
-// backward_from_indices.cc).
+// from_indices_cl.cc: backward_from_indices, channels-last, by gather, where
+// it pays (backward_from_indices.cc): windows that do not overlap, and bf16
+// windows that overlap (AVX2).
 template <class T>
 void FromIndicesNdhwcGather(const Geom& g, const typename T::M* go,
                             const int16_t* idx, typename T::M* dx);
+// The overlapping bf16 gather is AVX2 code: built for x86-64 with GCC or
+// Clang, and used where the CPU has AVX2 (elsewhere those windows scatter).
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define POOL3D_OVERLAP_GATHER 1
+void FromIndicesNdhwcOverlapGatherBf16(const Geom& g, const uint16_t* go,
+                                       const int16_t* idx, uint16_t* dx);
+#endif
 
 // from_input_cl.cc: backward_from_input, channels-last, windows that do not
 // overlap, where the lanes pay: each output row searched as the forward

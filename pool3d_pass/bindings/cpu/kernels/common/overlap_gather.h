@@ -1,0 +1,125 @@
+// The gather formulation of backward_from_indices where windows overlap,
+// channels-last bf16 in whole vectors of 16 channels, with AVX2: each input pixel reads every window that covers
+// it, in ascending (od, oh, ow) order (the order the scatter adds in, so the
+// sums are the same bits), and adds that window's grad_output, lane by lane,
+// where the window's index names the pixel's own tap. Up to 64 lanes are
+// summed in f32 registers across all covering windows and rounded once
+// into dx: no zeroing pass, no accumulator plane, no rounding pass.
+//
+// A non-matching window adds +0.0, which leaves an f32 sum that started at
+// +0 unchanged (such a sum is never -0). A window whose index is -1, out of
+// range or a padding tap matches no real pixel's tap. bf16 halves widen to
+// f32 by interleaving with zeros (lanes 0-3, 8-11 and 4-7, 12-15), and the
+// rounded sums pack back in lane order.
+#ifndef POOL3D_KERNELS_COMMON_OVERLAP_GATHER_H_
+#define POOL3D_KERNELS_COMMON_OVERLAP_GATHER_H_
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+namespace pool3d {
+
+// The windows covering each position of one axis, o ascending: position i
+// lies in windows o[start[i]] .. o[start[i + 1] - 1], as their tap t.
+struct AxisCover {
+  std::vector<int32_t> start, o, t;
+  std::vector<int64_t> scaled;  // o * scale: the window's offset
+  AxisCover(int64_t n, int64_t k, int64_t s, int64_t p, int64_t n_out,
+            int64_t scale = 1) {
+    start.push_back(0);
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t hi = std::min(n_out - 1, (i + p) / s);
+      for (int64_t oo = i + p - k < 0 ? 0 : (i + p - k) / s + 1; oo <= hi;
+           ++oo) {
+        o.push_back(int32_t(oo));
+        t.push_back(int32_t(i + p - oo * s));
+        scaled.push_back(oo * scale);
+      }
+      start.push_back(int32_t(o.size()));
+    }
+  }
+};
+
+// One input row's covering windows: the (od, oh) output rows that cover it
+// (ascending; offset of each in idx / go, and its first tap (td * kH + th) *
+// kW), and the W axis's cover. Pixel w's windows are, for each row p, the
+// windows cw.o[i] at tap row_tap[p] + cw.t[i], i in [cw.start[w],
+// cw.start[w + 1]).
+struct CoverRows {
+  const int64_t* row_off;
+  const int32_t* row_tap;
+  int64_t nrows;
+  const AxisCover& cw;
+  int64_t C;  // lanes per pixel (the channels)
+};
+
+inline __attribute__((target("avx2"))) __m256i RoundToBf16Bits(__m256 v) {
+  const __m256i u = _mm256_castps_si256(v);
+  const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(u, 16),
+                                       _mm256_set1_epi32(1));
+  const __m256i r = _mm256_srli_epi32(
+      _mm256_add_epi32(u, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), odd)),
+      16);
+  const __m256i nan = _mm256_cmpgt_epi32(
+      _mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)),
+      _mm256_set1_epi32(0x7f800000));
+  const __m256i quiet =
+      _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40));
+  return _mm256_blendv_epi8(r, quiet, nan);
+}
+
+// Lanes [c0, c0 + 16 * NV) of pixel w (out: the pixel's first lane).
+template <int NV>
+__attribute__((target("avx2"))) inline void SumPixelBlock(
+    const CoverRows& cr, const int16_t* idx, const uint16_t* go, int64_t w,
+    int64_t c0, uint16_t* out) {
+  __m256 lo[NV], hi[NV];
+  for (int v = 0; v < NV; ++v) lo[v] = hi[v] = _mm256_setzero_ps();
+  const __m256i zero = _mm256_setzero_si256();
+  const int32_t i0 = cr.cw.start[w], i1 = cr.cw.start[w + 1];
+  for (int64_t p = 0; p < cr.nrows; ++p) {
+    for (int32_t i = i0; i < i1; ++i) {
+      const int64_t base = cr.row_off[p] + cr.cw.scaled[i] + c0;
+      const __m256i tap =
+          _mm256_set1_epi16(int16_t(cr.row_tap[p] + cr.cw.t[i]));
+      const __m256i* id = reinterpret_cast<const __m256i*>(idx + base);
+      const __m256i* g = reinterpret_cast<const __m256i*>(go + base);
+      for (int v = 0; v < NV; ++v) {
+        const __m256i m = _mm256_cmpeq_epi16(_mm256_loadu_si256(id + v), tap);
+        const __m256i x = _mm256_and_si256(_mm256_loadu_si256(g + v), m);
+        lo[v] = _mm256_add_ps(
+            lo[v], _mm256_castsi256_ps(_mm256_unpacklo_epi16(zero, x)));
+        hi[v] = _mm256_add_ps(
+            hi[v], _mm256_castsi256_ps(_mm256_unpackhi_epi16(zero, x)));
+      }
+    }
+  }
+  for (int v = 0; v < NV; ++v)
+    _mm256_storeu_si256(
+        reinterpret_cast<__m256i*>(out + c0 + 16 * v),
+        _mm256_packus_epi32(RoundToBf16Bits(lo[v]), RoundToBf16Bits(hi[v])));
+}
+
+// One bf16 input row of W pixels of C lanes, C a multiple of 16 (out: its
+// first element).
+__attribute__((target("avx2"))) inline void GatherOverlapRowBf16(
+    const CoverRows& cr, const int16_t* idx, const uint16_t* go, int64_t W,
+    uint16_t* out) {
+  for (int64_t w = 0; w < W; ++w, out += cr.C) {
+    int64_t c0 = 0;
+    for (; c0 + 64 <= cr.C; c0 += 64) SumPixelBlock<4>(cr, idx, go, w, c0, out);
+    switch ((cr.C - c0) / 16) {
+      case 3: SumPixelBlock<3>(cr, idx, go, w, c0, out); break;
+      case 2: SumPixelBlock<2>(cr, idx, go, w, c0, out); break;
+      case 1: SumPixelBlock<1>(cr, idx, go, w, c0, out); break;
+      default: break;
+    }
+  }
+}
+
+}  // namespace pool3d
+
+#endif  // POOL3D_KERNELS_COMMON_OVERLAP_GATHER_H_
