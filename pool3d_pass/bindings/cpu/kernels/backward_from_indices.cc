@@ -224,17 +224,17 @@ bool FromIndicesGatherPays(const Geom& g) {
 }
 
 #ifdef POOL3D_OVERLAP_GATHER
-// Channels-last bf16 windows that overlap: whether the gather
-// (common/overlap_gather.h, AVX2) beats the scatter, which needs an f32
-// accumulator, a zeroing pass and a rounding pass. Measured from cold caches
-// (docs/benchmarks.md): 1.1x-1.7x faster with 32 to 256 channels, a multiple
-// of 16 (whole vectors); slower with 16 (0.8x at k3 s2) and far slower with
-// a scalar tail of lanes (0.3x at C = 24). f32 keeps the scatter (it
-// accumulates in dx itself, with no rounding pass: the gather measured
-// 0.8x-0.9x); f16 too (no conversion instructions are assumed).
+// Channels-last bf16 windows that overlap: whether the gather beats the
+// scatter with its f32 accumulator, zeroing pass and rounding pass. Measured
+// from cold caches (docs/benchmarks.md): 1.1x-1.7x faster with 32 to 256
+// channels in whole vectors of 16; slower with 16 (0.8x at k3 s2) and far
+// slower with a scalar tail of lanes (0.3x at C = 24). Only where the CPU
+// has AVX2. f32 keeps the scatter (it accumulates in dx itself, with no
+// rounding pass: the gather measured 0.8x-0.9x), and f16 too (no
+// conversion instructions assumed).
 bool OverlapGatherPays(const Geom& g) {
   static const bool avx2 = __builtin_cpu_supports("avx2");
-  return avx2 && g.C >= 32 && g.C % 16 == 0;
+  return avx2 && g.overlap && g.C >= 32 && g.C % 16 == 0;
 }
 #endif
 
@@ -247,7 +247,7 @@ void Dispatch(const Geom& g, const void* go, const int16_t* idx, void* dx) {
   if (g.in_cl) {
 #ifdef POOL3D_OVERLAP_GATHER
     if constexpr (std::is_same_v<T, BF16T>)
-      if (g.overlap && OverlapGatherPays(g))
+      if (OverlapGatherPays(g))
         return FromIndicesNdhwcOverlapGatherBf16(g, gm, idx, dm);
 #endif
     if (!g.overlap && FromIndicesGatherPays<M>(g))

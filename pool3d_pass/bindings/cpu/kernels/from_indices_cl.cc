@@ -53,25 +53,18 @@ void FromIndicesNdhwcGather(const Geom& g, const typename T::M* go,
 #ifdef POOL3D_OVERLAP_GATHER
 void FromIndicesNdhwcOverlapGatherBf16(const Geom& g, const uint16_t* go,
                                        const int16_t* idx, uint16_t* dx) {
-  const int64_t C = g.C, rows = g.B * g.D * g.H, WC = g.W * C;
-  const AxisCover cd(g.D, g.kD, g.sD, g.pD, g.Do),
-      ch(g.H, g.kH, g.sH, g.pH, g.Ho), cw(g.W, g.kW, g.sW, g.pW, g.Wo, C);
+  const int64_t rows = g.B * g.D * g.H, WC = g.W * g.C;
+  const int64_t out_batch = g.Do * g.Ho * g.Wo * g.C;
+  const OverlapCovers covers(g);
   struct Rows {
     std::vector<int64_t> off;
     std::vector<int32_t> tap;
   };
   ParallelFor<Rows>(rows, ThreadCount(rows, rows * WC), [&](int64_t r, Rows& s) {
     const int64_t h = r % g.H, d = r / g.H % g.D, b = r / (g.H * g.D);
-    s.off.clear();
-    s.tap.clear();
-    for (int32_t i = cd.start[d]; i < cd.start[d + 1]; ++i)
-      for (int32_t j = ch.start[h]; j < ch.start[h + 1]; ++j) {
-        s.off.push_back(((b * g.Do + cd.o[i]) * g.Ho + ch.o[j]) * g.Wo * C);
-        s.tap.push_back(int32_t((cd.t[i] * g.kH + ch.t[j]) * g.kW));
-      }
-    const CoverRows cr{s.off.data(), s.tap.data(), int64_t(s.off.size()), cw,
-                       C};
-    GatherOverlapRowBf16(cr, idx, go, g.W, dx + r * WC);
+    GatherOverlapRowBf16(covers.Rows(g, d, h, s.off, s.tap),
+                         idx + b * out_batch, go + b * out_batch, g.W,
+                         dx + r * WC);
   });
 }
 #endif  // POOL3D_OVERLAP_GATHER

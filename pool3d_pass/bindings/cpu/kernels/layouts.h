@@ -75,8 +75,9 @@ void ForwardNdhwcDisjoint(const Geom& g, const typename T::M* x,
 template <class T>
 void FromIndicesNdhwcGather(const Geom& g, const typename T::M* go,
                             const int16_t* idx, typename T::M* dx);
-// The overlapping bf16 gather is AVX2 code: built for x86-64 with GCC or
-// Clang, and used where the CPU has AVX2 (elsewhere those windows scatter).
+// The overlapping bf16 gather (common/overlap_gather.h) is AVX2 code, built
+// for x86-64 with GCC or Clang (OverlapGatherPays, backward_from_indices.cc,
+// says where it is used).
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define POOL3D_OVERLAP_GATHER 1
 void FromIndicesNdhwcOverlapGatherBf16(const Geom& g, const uint16_t* go,

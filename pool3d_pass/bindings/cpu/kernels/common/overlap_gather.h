@@ -44,16 +44,37 @@ struct AxisCover {
 };
 
 // One input row's covering windows: the (od, oh) output rows that cover it
-// (ascending; offset of each in idx / go, and its first tap (td * kH + th) *
-// kW), and the W axis's cover. Pixel w's windows are, for each row p, the
-// windows cw.o[i] at tap row_tap[p] + cw.t[i], i in [cw.start[w],
-// cw.start[w + 1]).
+// (ascending; the offset of each in idx and go, which share one layout of
+// Do x Ho x Wo pixels of C lanes, and its first tap (td * kH + th) * kW),
+// and the W axis's cover. Pixel w's windows are, for each row p, the windows
+// cw.o[i] at tap row_tap[p] + cw.t[i], i in [cw.start[w], cw.start[w + 1]).
 struct CoverRows {
   const int64_t* row_off;
   const int32_t* row_tap;
   int64_t nrows;
   const AxisCover& cw;
   int64_t C;  // lanes per pixel (the channels)
+};
+
+// The covers of a geometry along D, H and W (cw's offsets scaled by C).
+struct OverlapCovers {
+  AxisCover cd, ch, cw;
+  explicit OverlapCovers(const Geom& g)
+      : cd(g.D, g.kD, g.sD, g.pD, g.Do), ch(g.H, g.kH, g.sH, g.pH, g.Ho),
+        cw(g.W, g.kW, g.sW, g.pW, g.Wo, g.C) {}
+
+  // Input row (d, h)'s covering output rows, their offsets within one batch.
+  CoverRows Rows(const Geom& g, int64_t d, int64_t h, std::vector<int64_t>& off,
+                 std::vector<int32_t>& tap) const {
+    off.clear();
+    tap.clear();
+    for (int32_t i = cd.start[d]; i < cd.start[d + 1]; ++i)
+      for (int32_t j = ch.start[h]; j < ch.start[h + 1]; ++j) {
+        off.push_back((int64_t(cd.o[i]) * g.Ho + ch.o[j]) * g.Wo * g.C);
+        tap.push_back(int32_t((cd.t[i] * g.kH + ch.t[j]) * g.kW));
+      }
+    return CoverRows{off.data(), tap.data(), int64_t(off.size()), cw, g.C};
+  }
 };
 
 inline __attribute__((target("avx2"))) __m256i RoundToBf16Bits(__m256 v) {
@@ -104,7 +125,7 @@ __attribute__((target("avx2"))) inline void SumPixelBlock(
 }
 
 // One bf16 input row of W pixels of C lanes, C a multiple of 16 (out: its
-// first element).
+// first element); idx and go: the batch's indices and grad_output.
 __attribute__((target("avx2"))) inline void GatherOverlapRowBf16(
     const CoverRows& cr, const int16_t* idx, const uint16_t* go, int64_t W,
     uint16_t* out) {
