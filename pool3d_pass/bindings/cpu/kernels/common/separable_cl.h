@@ -39,32 +39,67 @@ struct SepClScratch {
   std::vector<K> dk, dt;      // stage D of one output row: Wo x nc
 };
 
-// One step over n lanes: where ck > k, k = ck and t = ct + add (ct == nullptr:
-// t = add); `first`: a plain copy. Masks, not branches, so that it
-// vectorises in the key's width.
-template <class K>
-POOL3D_HOT void StepCl(const K* __restrict ck, const K* __restrict ct, K add,
-                       bool first, K* __restrict k, K* __restrict t,
-                       int64_t n) {
-  if (first) {
-    for (int64_t j = 0; j < n; ++j) {
-      k[j] = ck[j];
-      t[j] = K((ct ? ct[j] : K(0)) + add);
-    }
-    return;
-  }
-  if (ct == nullptr) {
-    for (int64_t j = 0; j < n; ++j) {
-      const K m = K(-K(ck[j] > k[j]));
-      k[j] = K((ck[j] & m) | (k[j] & ~m));
-      t[j] = K((add & m) | (t[j] & ~m));
-    }
-    return;
-  }
+// kN taps (at most 3) of one search stage in one pass over the n lanes, the
+// running winner's key k and tap t kept in registers between taps: tap i
+// offers keys ck[i] with tap numbers ct[i] + add[i] (add[i] alone without
+// kHasT), taken where its key is greater (so the first maximum stays).
+// Masks, not branches, so that it vectorises in the key's width. kFirst: the
+// first tap is a plain copy. (One pass per tap, k and t in memory between
+// them, measured 1.13x-1.30x slower: docs/benchmarks.md.)
+template <class K, int kN, bool kFirst, bool kHasT>
+POOL3D_HOT void FusedStepsCl(const K* const* ckp, const K* const* ctp,
+                             const K* add, K* __restrict k, K* __restrict t,
+                             int64_t n) {
+  const K* __restrict c0 = ckp[0];
+  const K* __restrict c1 = kN > 1 ? ckp[1] : ckp[0];
+  const K* __restrict c2 = kN > 2 ? ckp[2] : ckp[0];
+  const K* __restrict t0 = kHasT ? ctp[0] : nullptr;
+  const K* __restrict t1 = kHasT && kN > 1 ? ctp[1] : t0;
+  const K* __restrict t2 = kHasT && kN > 2 ? ctp[2] : t0;
+  const K a0 = add[0], a1 = kN > 1 ? add[1] : 0, a2 = kN > 2 ? add[2] : 0;
+  auto step = [](K ck, K ct, K& kk, K& tt) {
+    const K m = K(-K(ck > kk));
+    kk = K((ck & m) | (kk & ~m));
+    tt = K((ct & m) | (tt & ~m));
+  };
   for (int64_t j = 0; j < n; ++j) {
-    const K m = K(-K(ck[j] > k[j]));
-    k[j] = K((ck[j] & m) | (k[j] & ~m));
-    t[j] = K((K(ct[j] + add) & m) | (t[j] & ~m));
+    K kk, tt;
+    if constexpr (kFirst) {
+      kk = c0[j];
+      tt = K((kHasT ? t0[j] : K(0)) + a0);
+    } else {
+      kk = k[j];
+      tt = t[j];
+      step(c0[j], K((kHasT ? t0[j] : K(0)) + a0), kk, tt);
+    }
+    if constexpr (kN > 1) step(c1[j], K((kHasT ? t1[j] : K(0)) + a1), kk, tt);
+    if constexpr (kN > 2) step(c2[j], K((kHasT ? t2[j] : K(0)) + a2), kk, tt);
+    k[j] = kk;
+    t[j] = tt;
+  }
+}
+
+// A stage's m taps in order (the first a plain copy where `first`), three
+// at a time.
+template <class K, bool kHasT>
+void StepsCl(const K* const* ck, const K* const* ct, const K* add, int64_t m,
+             bool first, K* k, K* t, int64_t n) {
+  for (int64_t i = 0; i < m;) {
+    const int64_t g = std::min<int64_t>(3, m - i);
+    const K* const* c = ck + i;
+    const K* const* d = kHasT ? ct + i : nullptr;
+    const bool f = first && i == 0;
+    if (g == 3) {
+      f ? FusedStepsCl<K, 3, true, kHasT>(c, d, add + i, k, t, n)
+        : FusedStepsCl<K, 3, false, kHasT>(c, d, add + i, k, t, n);
+    } else if (g == 2) {
+      f ? FusedStepsCl<K, 2, true, kHasT>(c, d, add + i, k, t, n)
+        : FusedStepsCl<K, 2, false, kHasT>(c, d, add + i, k, t, n);
+    } else {
+      f ? FusedStepsCl<K, 1, true, kHasT>(c, d, add + i, k, t, n)
+        : FusedStepsCl<K, 1, false, kHasT>(c, d, add + i, k, t, n);
+    }
+    i += g;
   }
 }
 
@@ -140,6 +175,13 @@ void SearchBlockCl(const Geom& g, const typename T::M* xb, int64_t nc,
   s.dk.resize(rowlen);
   s.dt.resize(rowlen);
   int64_t next = 0;  // the first input depth not yet in the ring
+  // Each stage's taps: W's are fixed (phase slots), H's and D's per row.
+  std::vector<const K*> wck, hck, hct;
+  std::vector<K> wadd, hadd;
+  for (int64_t tw = 0; tw < g.kW; ++tw) {
+    wck.push_back(s.phases.data() + ((tw % g.sW) * L + tw / g.sW) * nc);
+    wadd.push_back(K(tw));
+  }
   for (int64_t od = 0; od < g.Do; ++od) {
     const int64_t d0 = od * g.sD - g.pD;
     int64_t td_lo, td_hi;
@@ -149,10 +191,9 @@ void SearchBlockCl(const Geom& g, const typename T::M* xb, int64_t nc,
       for (int64_t h = 0; h < g.H; ++h) {
         RowKeysCl<T>(xb + (d * g.H + h) * g.W * g.C, g.W, g.C, nc, g.sW, g.pW,
                      used, L, s.row.data(), s.phases.data());
-        for (int64_t tw = 0; tw < g.kW; ++tw)
-          StepCl<K>(s.phases.data() + ((tw % g.sW) * L + tw / g.sW) * nc,
-                    nullptr, K(tw), tw == 0, s.wk.data() + h * rowlen,
-                    s.wt.data() + h * rowlen, rowlen);
+        StepsCl<K, false>(wck.data(), nullptr, wadd.data(), g.kW, true,
+                          s.wk.data() + h * rowlen, s.wt.data() + h * rowlen,
+                          rowlen);
       }
       K* hk = s.hk.data() + (d % R) * slice;
       K* ht = s.ht.data() + (d % R) * slice;
@@ -160,10 +201,16 @@ void SearchBlockCl(const Geom& g, const typename T::M* xb, int64_t nc,
         const int64_t h0 = oh * g.sH - g.pH;
         int64_t lo, hi;
         TapRange(h0, g.kH, g.H, &lo, &hi);
-        for (int64_t th = lo; th < hi; ++th)
-          StepCl<K>(s.wk.data() + (h0 + th) * rowlen,
-                    s.wt.data() + (h0 + th) * rowlen, K(th * g.kW), th == lo,
-                    hk + oh * rowlen, ht + oh * rowlen, rowlen);
+        hck.clear();
+        hct.clear();
+        hadd.clear();
+        for (int64_t th = lo; th < hi; ++th) {
+          hck.push_back(s.wk.data() + (h0 + th) * rowlen);
+          hct.push_back(s.wt.data() + (h0 + th) * rowlen);
+          hadd.push_back(K(th * g.kW));
+        }
+        StepsCl<K, true>(hck.data(), hct.data(), hadd.data(), hi - lo, true,
+                         hk + oh * rowlen, ht + oh * rowlen, rowlen);
       }
     }
     next = std::max(next, d0 + td_hi);
@@ -178,9 +225,16 @@ void SearchBlockCl(const Geom& g, const typename T::M* xb, int64_t nc,
       auto ring_t = [&](int64_t td) {
         return s.ht.data() + ((d0 + td) % R) * slice + o;
       };
-      for (int64_t td = td_lo; td < td_hi; ++td)
-        StepCl<K>(ring_k(td), ring_t(td), K(td * g.kH * g.kW), td == td_lo,
-                  dk, dt, rowlen);
+      hck.clear();
+      hct.clear();
+      hadd.clear();
+      for (int64_t td = td_lo; td < td_hi; ++td) {
+        hck.push_back(ring_k(td));
+        hct.push_back(ring_t(td));
+        hadd.push_back(K(td * g.kH * g.kW));
+      }
+      StepsCl<K, true>(hck.data(), hct.data(), hadd.data(), td_hi - td_lo, true,
+                       dk, dt, rowlen);
       row(od, oh, static_cast<const K*>(dk), static_cast<const K*>(dt));
     }
   }
