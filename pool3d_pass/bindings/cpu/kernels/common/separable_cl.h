@@ -79,29 +79,45 @@ POOL3D_HOT void FusedStepsCl(const K* const* ckp, const K* const* ctp,
   }
 }
 
-// A stage's m taps in order (the first a plain copy where `first`), three
-// at a time.
+// One stage's taps, in order: keys ck[i], tap numbers ct[i] + add[i] (add[i]
+// alone without kHasT). Run: all of them over n lanes into k / t, the first
+// a plain copy, three at a time.
 template <class K, bool kHasT>
-void StepsCl(const K* const* ck, const K* const* ct, const K* add, int64_t m,
-             bool first, K* k, K* t, int64_t n) {
-  for (int64_t i = 0; i < m;) {
-    const int64_t g = std::min<int64_t>(3, m - i);
-    const K* const* c = ck + i;
-    const K* const* d = kHasT ? ct + i : nullptr;
-    const bool f = first && i == 0;
-    if (g == 3) {
-      f ? FusedStepsCl<K, 3, true, kHasT>(c, d, add + i, k, t, n)
-        : FusedStepsCl<K, 3, false, kHasT>(c, d, add + i, k, t, n);
-    } else if (g == 2) {
-      f ? FusedStepsCl<K, 2, true, kHasT>(c, d, add + i, k, t, n)
-        : FusedStepsCl<K, 2, false, kHasT>(c, d, add + i, k, t, n);
-    } else {
-      f ? FusedStepsCl<K, 1, true, kHasT>(c, d, add + i, k, t, n)
-        : FusedStepsCl<K, 1, false, kHasT>(c, d, add + i, k, t, n);
-    }
-    i += g;
+struct StageTaps {
+  std::vector<const K*> ck, ct;
+  std::vector<K> add;
+
+  void Clear() {
+    ck.clear();
+    ct.clear();
+    add.clear();
   }
-}
+  void Add(const K* keys, const K* taps, K a) {
+    ck.push_back(keys);
+    ct.push_back(taps);
+    add.push_back(a);
+  }
+  void Run(K* k, K* t, int64_t n) const {
+    const int64_t m = int64_t(ck.size());
+    for (int64_t i = 0; i < m;) {
+      const int64_t g = std::min<int64_t>(3, m - i);
+      const K* const* c = ck.data() + i;
+      const K* const* d = ct.data() + i;
+      const K* a = add.data() + i;
+      if (g == 3) {
+        i == 0 ? FusedStepsCl<K, 3, true, kHasT>(c, d, a, k, t, n)
+               : FusedStepsCl<K, 3, false, kHasT>(c, d, a, k, t, n);
+      } else if (g == 2) {
+        i == 0 ? FusedStepsCl<K, 2, true, kHasT>(c, d, a, k, t, n)
+               : FusedStepsCl<K, 2, false, kHasT>(c, d, a, k, t, n);
+      } else {
+        i == 0 ? FusedStepsCl<K, 1, true, kHasT>(c, d, a, k, t, n)
+               : FusedStepsCl<K, 1, false, kHasT>(c, d, a, k, t, n);
+      }
+      i += g;
+    }
+  }
+};
 
 // The keys of one input row (W positions C apart, nc lanes) into stride
 // phases: padded position wp = w + pW goes to phase wp % sW, slot wp / sW
@@ -176,12 +192,11 @@ void SearchBlockCl(const Geom& g, const typename T::M* xb, int64_t nc,
   s.dt.resize(rowlen);
   int64_t next = 0;  // the first input depth not yet in the ring
   // Each stage's taps: W's are fixed (phase slots), H's and D's per row.
-  std::vector<const K*> wck, hck, hct;
-  std::vector<K> wadd, hadd;
-  for (int64_t tw = 0; tw < g.kW; ++tw) {
-    wck.push_back(s.phases.data() + ((tw % g.sW) * L + tw / g.sW) * nc);
-    wadd.push_back(K(tw));
-  }
+  StageTaps<K, false> w_taps;
+  StageTaps<K, true> row_taps;
+  for (int64_t tw = 0; tw < g.kW; ++tw)
+    w_taps.Add(s.phases.data() + ((tw % g.sW) * L + tw / g.sW) * nc, nullptr,
+               K(tw));
   for (int64_t od = 0; od < g.Do; ++od) {
     const int64_t d0 = od * g.sD - g.pD;
     int64_t td_lo, td_hi;
@@ -191,9 +206,7 @@ void SearchBlockCl(const Geom& g, const typename T::M* xb, int64_t nc,
       for (int64_t h = 0; h < g.H; ++h) {
         RowKeysCl<T>(xb + (d * g.H + h) * g.W * g.C, g.W, g.C, nc, g.sW, g.pW,
                      used, L, s.row.data(), s.phases.data());
-        StepsCl<K, false>(wck.data(), nullptr, wadd.data(), g.kW, true,
-                          s.wk.data() + h * rowlen, s.wt.data() + h * rowlen,
-                          rowlen);
+        w_taps.Run(s.wk.data() + h * rowlen, s.wt.data() + h * rowlen, rowlen);
       }
       K* hk = s.hk.data() + (d % R) * slice;
       K* ht = s.ht.data() + (d % R) * slice;
@@ -201,16 +214,11 @@ void SearchBlockCl(const Geom& g, const typename T::M* xb, int64_t nc,
         const int64_t h0 = oh * g.sH - g.pH;
         int64_t lo, hi;
         TapRange(h0, g.kH, g.H, &lo, &hi);
-        hck.clear();
-        hct.clear();
-        hadd.clear();
-        for (int64_t th = lo; th < hi; ++th) {
-          hck.push_back(s.wk.data() + (h0 + th) * rowlen);
-          hct.push_back(s.wt.data() + (h0 + th) * rowlen);
-          hadd.push_back(K(th * g.kW));
-        }
-        StepsCl<K, true>(hck.data(), hct.data(), hadd.data(), hi - lo, true,
-                         hk + oh * rowlen, ht + oh * rowlen, rowlen);
+        row_taps.Clear();
+        for (int64_t th = lo; th < hi; ++th)
+          row_taps.Add(s.wk.data() + (h0 + th) * rowlen,
+                       s.wt.data() + (h0 + th) * rowlen, K(th * g.kW));
+        row_taps.Run(hk + oh * rowlen, ht + oh * rowlen, rowlen);
       }
     }
     next = std::max(next, d0 + td_hi);
@@ -225,16 +233,10 @@ void SearchBlockCl(const Geom& g, const typename T::M* xb, int64_t nc,
       auto ring_t = [&](int64_t td) {
         return s.ht.data() + ((d0 + td) % R) * slice + o;
       };
-      hck.clear();
-      hct.clear();
-      hadd.clear();
-      for (int64_t td = td_lo; td < td_hi; ++td) {
-        hck.push_back(ring_k(td));
-        hct.push_back(ring_t(td));
-        hadd.push_back(K(td * g.kH * g.kW));
-      }
-      StepsCl<K, true>(hck.data(), hct.data(), hadd.data(), td_hi - td_lo, true,
-                       dk, dt, rowlen);
+      row_taps.Clear();
+      for (int64_t td = td_lo; td < td_hi; ++td)
+        row_taps.Add(ring_k(td), ring_t(td), K(td * g.kH * g.kW));
+      row_taps.Run(dk, dt, rowlen);
       row(od, oh, static_cast<const K*>(dk), static_cast<const K*>(dt));
     }
   }
