@@ -9,6 +9,7 @@
 #ifndef POOL3D_KERNELS_COMMON_THREADING_H_
 #define POOL3D_KERNELS_COMMON_THREADING_H_
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <exception>
@@ -28,8 +29,17 @@ int ThreadCount(int64_t n_items, int64_t total_elements);
 // threads, each a multiple of 8 where possible.
 int64_t ChannelBlock(int64_t C, int64_t other_items, int threads_hint);
 
+// Chunks per thread ParallelFor aims at: enough to even out threads slowed by
+// other tenants, few enough that each chunk is a run of neighbouring items.
+inline constexpr int64_t kChunksPerThread = 16;
+
 // Runs fn(item, scratch) for item in [0, n_items) on `threads` threads; items
-// are handed out dynamically. Each thread owns one Scratch object.
+// are handed out dynamically in chunks of consecutive items (about
+// kChunksPerThread per thread). Handing out single items was measured up to
+// 1.5x slower on 2 cores with rows as items: the shared counter's cache line
+// moves between cores on every item, and each thread's reads and writes
+// stride over every other row instead of streaming. Each thread owns one
+// Scratch object.
 template <class Scratch, class Fn>
 void ParallelFor(int64_t n_items, int threads, Fn fn) {
   if (n_items <= 0) return;
@@ -38,15 +48,18 @@ void ParallelFor(int64_t n_items, int threads, Fn fn) {
     for (int64_t i = 0; i < n_items; ++i) fn(i, scratch);
     return;
   }
+  const int64_t chunk =
+      std::max<int64_t>(1, n_items / (int64_t(threads) * kChunksPerThread));
   std::atomic<int64_t> next{0};
   std::exception_ptr error;
   std::mutex error_mu;
   auto worker = [&]() {
     try {
       Scratch scratch;
-      for (int64_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) <
+      for (int64_t i; (i = next.fetch_add(chunk, std::memory_order_relaxed)) <
                       n_items;) {
-        fn(i, scratch);
+        for (const int64_t end = std::min(n_items, i + chunk); i < end; ++i)
+          fn(i, scratch);
       }
     } catch (...) {
       next.store(n_items, std::memory_order_relaxed);
