@@ -78,13 +78,20 @@ struct OverlapCovers {
   }
 };
 
-inline __attribute__((target("avx2"))) __m256i RoundToBf16Bits(__m256 v) {
+// f32 to bf16 bits, round to nearest even, for lanes that are not NaN.
+inline __attribute__((target("avx2"))) __m256i RoundNumberToBf16Bits(__m256 v) {
   const __m256i u = _mm256_castps_si256(v);
   const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(u, 16),
                                        _mm256_set1_epi32(1));
-  const __m256i r = _mm256_srli_epi32(
+  return _mm256_srli_epi32(
       _mm256_add_epi32(u, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), odd)),
       16);
+}
+
+// The same for any lane: a NaN keeps its sign and top payload, made quiet.
+inline __attribute__((target("avx2"))) __m256i RoundToBf16Bits(__m256 v) {
+  const __m256i u = _mm256_castps_si256(v);
+  const __m256i r = RoundNumberToBf16Bits(v);
   const __m256i nan = _mm256_cmpgt_epi32(
       _mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)),
       _mm256_set1_epi32(0x7f800000));
@@ -118,6 +125,21 @@ __attribute__((target("avx2"))) inline void SumPixelBlock(
             hi[v], _mm256_castsi256_ps(_mm256_unpackhi_epi16(zero, x)));
       }
     }
+  }
+  // A NaN sum needs RoundToBf16Bits's quieting; it is rare (a NaN or
+  // infinite gradient), so one unordered test per pixel block picks the
+  // shorter rounding for the rest.
+  __m256 unordered = _mm256_cmp_ps(lo[0], hi[0], _CMP_UNORD_Q);
+  for (int v = 1; v < NV; ++v)
+    unordered = _mm256_or_ps(unordered,
+                             _mm256_cmp_ps(lo[v], hi[v], _CMP_UNORD_Q));
+  if (_mm256_testz_ps(unordered, unordered)) {
+    for (int v = 0; v < NV; ++v)
+      _mm256_storeu_si256(
+          reinterpret_cast<__m256i*>(out + c0 + 16 * v),
+          _mm256_packus_epi32(RoundNumberToBf16Bits(lo[v]),
+                              RoundNumberToBf16Bits(hi[v])));
+    return;
   }
   for (int v = 0; v < NV; ++v)
     _mm256_storeu_si256(
