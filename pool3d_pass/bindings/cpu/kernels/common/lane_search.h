@@ -320,24 +320,6 @@ inline K TotalKey(K bits) {
   return K(bits ^ K(U(K(bits >> (kBits - 1))) >> 1));
 }
 
-// Asks for the cache lines a search of n lanes over the taps `off` from
-// base + ahead will read (ahead in elements: a later pixel's offset). The
-// per-pixel channels-last search reads several input rows at once, more
-// streams than the hardware prefetcher follows, and waited on memory as long
-// as it computed. Addresses are formed as integers and may lie past the
-// input, where a prefetch does nothing.
-template <class M>
-inline void PrefetchTaps(const M* base, int64_t ahead, const int64_t* off,
-                         int64_t ntaps, int64_t n) {
-  const uintptr_t b = reinterpret_cast<uintptr_t>(base);
-  const int64_t bytes = n * int64_t(sizeof(M));
-  for (int64_t i = 0; i < ntaps; ++i) {
-    const uintptr_t first = b + uintptr_t((ahead + off[i]) * int64_t(sizeof(M)));
-    for (int64_t by = 0; by < bytes; by += 64)
-      __builtin_prefetch(reinterpret_cast<const void*>(first + uintptr_t(by)));
-  }
-}
-
 // The first maximum (y, idx) of n lanes over the taps (off, tap).
 template <class T>
 inline void SearchFirstMax(const typename T::M* base, const int64_t* off,
