@@ -38,12 +38,13 @@ namespace pool3d {
 #define POOL3D_HOT static inline
 #endif
 
-// Where cand > cur: cur = cand, idx = cand_idx (all as masks, vectorises).
-inline void TakeIfGreater(int32_t cand, int32_t cand_idx, int32_t& cur,
-                          int32_t& idx) {
-  const int32_t m = -int32_t(cand > cur);
-  cur = (cand & m) | (cur & ~m);
-  idx = (cand_idx & m) | (idx & ~m);
+// Where cand > cur: cur = cand, idx = cand_idx (all as masks, vectorises in
+// the key's width: int32, or int16 for the narrow keys).
+template <class K>
+inline void TakeIfGreater(K cand, K cand_idx, K& cur, K& idx) {
+  const K m = K(-K(cand > cur));
+  cur = K((cand & m) | (cur & ~m));
+  idx = K((cand_idx & m) | (idx & ~m));
 }
 
 // One reduction step over n lanes: tap index `tap` for every lane.

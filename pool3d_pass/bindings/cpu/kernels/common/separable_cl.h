@@ -58,11 +58,6 @@ POOL3D_HOT void FusedStepsCl(const K* const* ckp, const K* const* ctp,
   const K* __restrict t1 = kHasT && kN > 1 ? ctp[1] : t0;
   const K* __restrict t2 = kHasT && kN > 2 ? ctp[2] : t0;
   const K a0 = add[0], a1 = kN > 1 ? add[1] : 0, a2 = kN > 2 ? add[2] : 0;
-  auto step = [](K ck, K ct, K& kk, K& tt) {
-    const K m = K(-K(ck > kk));
-    kk = K((ck & m) | (kk & ~m));
-    tt = K((ct & m) | (tt & ~m));
-  };
   for (int64_t j = 0; j < n; ++j) {
     K kk, tt;
     if constexpr (kFirst) {
@@ -71,10 +66,12 @@ POOL3D_HOT void FusedStepsCl(const K* const* ckp, const K* const* ctp,
     } else {
       kk = k[j];
       tt = t[j];
-      step(c0[j], K((kHasT ? t0[j] : K(0)) + a0), kk, tt);
+      TakeIfGreater<K>(c0[j], K((kHasT ? t0[j] : K(0)) + a0), kk, tt);
     }
-    if constexpr (kN > 1) step(c1[j], K((kHasT ? t1[j] : K(0)) + a1), kk, tt);
-    if constexpr (kN > 2) step(c2[j], K((kHasT ? t2[j] : K(0)) + a2), kk, tt);
+    if constexpr (kN > 1)
+      TakeIfGreater<K>(c1[j], K((kHasT ? t1[j] : K(0)) + a1), kk, tt);
+    if constexpr (kN > 2)
+      TakeIfGreater<K>(c2[j], K((kHasT ? t2[j] : K(0)) + a2), kk, tt);
     k[j] = kk;
     t[j] = tt;
   }
