@@ -14,9 +14,6 @@
 #include <cstdint>
 #include <exception>
 #include <mutex>
-#include <system_error>
-#include <thread>
-#include <vector>
 
 namespace pool3d {
 
@@ -32,6 +29,15 @@ int64_t ChannelBlock(int64_t C, int64_t other_items, int threads_hint);
 // Chunks per thread ParallelFor aims at: enough to even out threads slowed by
 // other tenants, few enough that each chunk is a run of neighbouring items.
 inline constexpr int64_t kChunksPerThread = 16;
+
+// Runs job(ctx) on the calling thread and on `helpers` other threads at once,
+// and returns when every run has returned; job must not throw. The other
+// threads come from a pool kept for the life of the process (started as
+// needed, never more than 63): starting and joining a thread per call was
+// measured at 20-60 us here, as long as a whole small pooling call. A call
+// that finds the pool busy (another kernel running on another thread, or a
+// kernel called from inside a job) starts threads of its own instead.
+void RunOnThreads(int helpers, void (*job)(void*), void* ctx);
 
 // Runs fn(item, scratch) for item in [0, n_items) on `threads` threads; items
 // are handed out dynamically in chunks of consecutive items (about
@@ -67,15 +73,9 @@ void ParallelFor(int64_t n_items, int threads, Fn fn) {
       if (!error) error = std::current_exception();
     }
   };
-  std::vector<std::thread> pool;
-  try {
-    pool.reserve(threads - 1);
-    for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
-  } catch (const std::exception&) {
-    // No more threads to be had: the ones started and this one do the work.
-  }
-  worker();
-  for (auto& th : pool) th.join();
+  RunOnThreads(
+      threads - 1, [](void* w) { (*static_cast<decltype(worker)*>(w))(); },
+      &worker);
   if (error) std::rethrow_exception(error);
 }
 
