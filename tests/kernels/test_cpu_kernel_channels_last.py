@@ -170,7 +170,7 @@ DISJOINT = [
 
 
 @pytest.mark.parametrize("dtype", sorted(DTYPES))
-@pytest.mark.parametrize("channels", [3, 8, 16, 32, 64, 256])
+@pytest.mark.parametrize("channels", [3, 8, 16, 20, 24, 32, 64, 256])
 @pytest.mark.parametrize("window", DISJOINT, ids=lambda w: f"k{w[0]}-s{w[1]}")
 def test_disjoint_windows_over_channel_counts(window, channels, dtype):
     k, s = window

@@ -64,8 +64,9 @@ inline void FixLane(const typename T::M* base, const int64_t* off,
 // The hot loops are written with GCC/Clang vector types, 32 bytes (8 f32 or
 // 16 int16 lanes; the portable clone splits each into two SSE2 halves):
 // lanes go in blocks of U vectors (U = 2, then 1) whose running state stays in
-// registers across all taps; the last n % lanes lanes take the scalar FixLane
-// walk. Taps go in pairs (i, i + 1): the pair's first maximum, then that
+// registers across all taps; when n is not a multiple of the lanes, one more
+// vector ends at lane n (overlapping the one before; fewer lanes than a vector
+// take the scalar FixLane walk). Taps go in pairs (i, i + 1): the pair's first maximum, then that
 // merged into the running one (both strictly greater: the first maximum of
 // ordered groups is the first maximum), which halves the dependent chain.
 typedef float VF32 __attribute__((vector_size(32)));
@@ -260,7 +261,9 @@ static inline __attribute__((always_inline)) void FirstMaxPixelsN(
   using V = std::conditional_t<k16, VI16, VI32>;
   // Below every key of a number (-inf's key is -kInf - 1): a NaN's.
   constexpr int16_t kLowNan = int16_t(-int(T::kInf & 0x7fff) - 1);
-  const int64_t ntaps = NT ? NT : ntaps_, nv = n / L * L;
+  // Lanes the vector blocks cover: all of them once n >= L (the last block
+  // ends at lane n, recomputing lanes an earlier block gave the same values).
+  const int64_t ntaps = NT ? NT : ntaps_, nv = n >= L ? n : 0;
   // NT taps: offsets the loop can keep in registers, tap numbers known.
   int64_t off_n[NT ? NT : 1];
   for (int i = 0; i < NT; ++i) off_n[i] = off[i];
@@ -283,6 +286,7 @@ static inline __attribute__((always_inline)) void FirstMaxPixelsN(
   int64_t j0 = 0;
   for (; j0 + 2 * L <= n; j0 += 2 * L) blocks(std::integral_constant<int, 2>{}, j0);
   for (; j0 + L <= n; j0 += L) blocks(std::integral_constant<int, 1>{}, j0);
+  if (j0 < n && n >= L) blocks(std::integral_constant<int, 1>{}, n - L);
   if (k16) fl.nan |= fl.low < kLowNan;
   if (!AnyLane(fl.nan | fl.zero) && nv == n) return;
   const bool nan = AnyLane(fl.nan);
@@ -295,8 +299,9 @@ static inline __attribute__((always_inline)) void FirstMaxPixelsN(
 
 // The first maximum of npix pixels of n lanes each: lane j of pixel p, tap
 // i reads base[p * step + off[i] + j] and writes y/idx[p * n + j]. Vector
-// blocks, then FixLane for each pixel's tail and, where the call saw a flag,
-// for the flagged lanes (every lane after a NaN). `whole`: the taps are
+// blocks (the last one ending at lane n), then FixLane for every lane when n
+// is below a vector and, where the call saw a flag, for the flagged lanes
+// (every lane after a NaN). `whole`: the taps are
 // numbered 0 .. ntaps - 1 (a window with no padding).
 template <class T>
 POOL3D_HOT void FirstMaxPixels(const typename T::M* __restrict base,
