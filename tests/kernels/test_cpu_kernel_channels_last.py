@@ -226,7 +226,8 @@ def test_few_channels_on_a_large_plane_gather_without_an_accumulator(dtype):
     check_against_spec(x32, DTYPES[dtype], (1, 2, 2), (1, 2, 2), (0, 0, 0), "NDHWC", "ints", check_xla=False)
 
 
-# Overlapping bf16 windows in whole vectors of at least 32 channels take the
+# Overlapping bf16 windows of at least 32 channels (a last vector overlapping
+# the one before where C is no multiple of 16) take the
 # gather (common/overlap_gather.h): kernel, stride, padding.
 OVERLAP_GATHER = [
     ((3, 3, 3), (2, 2, 2), (1, 1, 1)),
@@ -237,7 +238,7 @@ OVERLAP_GATHER = [
 ]
 
 
-@pytest.mark.parametrize("channels", [32, 48, 64, 128])
+@pytest.mark.parametrize("channels", [32, 40, 48, 64, 100, 128])
 @pytest.mark.parametrize("window", OVERLAP_GATHER, ids=_ids)
 def test_overlapping_bf16_gather_matches_the_scatter_bit_for_bit(window, channels):
     # The gather adds each element's windows in (od, oh, ow) order in f32 and

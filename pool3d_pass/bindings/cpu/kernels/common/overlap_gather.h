@@ -1,5 +1,5 @@
 // The gather formulation of backward_from_indices where windows overlap,
-// channels-last bf16 in whole vectors of 16 channels, with AVX2: each input
+// channels-last bf16 in vectors of 16 channels, with AVX2: each input
 // pixel reads every window that covers it, in ascending (od, oh, ow) order
 // (the order the scatter adds in, so the sums are the same bits), and adds
 // that window's grad_output, lane by lane, where the window's index names
@@ -147,8 +147,7 @@ __attribute__((target("avx2"))) inline void SumPixelBlock(
         _mm256_packus_epi32(RoundToBf16Bits(lo[v]), RoundToBf16Bits(hi[v])));
 }
 
-// One bf16 input row of W pixels of C lanes, C a multiple of 16 (out: its
-// first element); idx and go: the batch's indices and grad_output.
+// One bf16 input row of W pixels of C >= 16 lanes (out: its first element); idx and go: the batch's indices and grad_output.
 __attribute__((target("avx2"))) inline void GatherOverlapRowBf16(
     const CoverRows& cr, const int16_t* idx, const uint16_t* go, int64_t W,
     uint16_t* out) {
@@ -161,6 +160,9 @@ __attribute__((target("avx2"))) inline void GatherOverlapRowBf16(
       case 1: SumPixelBlock<1>(cr, idx, go, w, c0, out); break;
       default: break;
     }
+    // The last C % 16 lanes: one more vector ending at lane C, its first
+    // lanes summed again to the same bits.
+    if (cr.C % 16 != 0) SumPixelBlock<1>(cr, idx, go, w, cr.C - 16, out);
   }
 }
 
