@@ -81,6 +81,10 @@ FULL_CASES = [
     Case((4, 16, 48, 48, 32), (2, 2, 2), (2, 2, 2), (0, 0, 0), layout="NDHWC", dtype="bfloat16", repeats=10),
     Case((2, 8, 32, 32, 64), (3, 3, 3), (1, 1, 1), (1, 1, 1), layout="NDHWC", dtype="bfloat16", repeats=10),
     Case((4, 16, 48, 48, 3), (2, 2, 2), (2, 2, 2), (0, 0, 0), layout="NDHWC", repeats=10),
+    # A channel count that is no whole number of vectors, and a deep layer's (C3D's last
+    # pools see 256-512 channels).
+    Case((4, 8, 28, 28, 24), (3, 3, 3), (2, 2, 2), (1, 1, 1), layout="NDHWC", dtype="bfloat16", repeats=10),
+    Case((4, 8, 28, 28, 256), (2, 2, 2), (2, 2, 2), (0, 0, 0), layout="NDHWC", repeats=10),
     Case((16, 64, 112, 112), (3, 3), (2, 2), (1, 1), layout="NCHW", repeats=10),
     Case((16, 64, 112, 112), (2, 2), (2, 2), (0, 0), layout="NCHW", repeats=10),
 ]
