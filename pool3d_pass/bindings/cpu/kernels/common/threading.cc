@@ -44,7 +44,20 @@ inline void Pause() {
 #endif
 }
 
+// Pauses the caller spins for its helpers, once its own share is done,
+// before it sleeps (a millisecond or so): waking a sleeping caller costs
+// tens of microseconds here.
 constexpr int kDoneSpins = 1 << 16;
+
+// Whether this thread is running a pool job: a call from inside one (which
+// would wait on the pool it holds) takes threads of its own.
+thread_local bool t_in_pool_job = false;
+
+void RunAsPoolJob(void (*job)(void*), void* ctx) {
+  t_in_pool_job = true;
+  job(ctx);
+  t_in_pool_job = false;
+}
 
 // Threads that wait for a job, run it once each and wait again. One caller at
 // a time (call_mu_); a job's generation number tells the waiting threads a
@@ -71,7 +84,7 @@ class HelperPool {
       ++generation_;
     }
     work_cv_.notify_all();
-    job(ctx);
+    RunAsPoolJob(job, ctx);
     for (int spin = 0; spin < kDoneSpins; ++spin) {
       if (pending_atomic_.load(std::memory_order_acquire) == 0) return true;
       Pause();
@@ -91,7 +104,7 @@ class HelperPool {
       void (*job)(void*) = job_;
       void* ctx = ctx_;
       lock.unlock();
-      job(ctx);
+      RunAsPoolJob(job, ctx);
       lock.lock();
       pending_atomic_.store(--pending_, std::memory_order_release);
       if (pending_ == 0) done_cv_.notify_one();
@@ -156,7 +169,7 @@ void RunOnThreads(int helpers, void (*job)(void*), void* ctx) {
     pool = Pool();
   } catch (const std::bad_alloc&) {
   }
-  if (pool == nullptr || !pool->TryRun(helpers, job, ctx))
+  if (pool == nullptr || t_in_pool_job || !pool->TryRun(helpers, job, ctx))
     RunOnOwnThreads(helpers, job, ctx);
 }
 
