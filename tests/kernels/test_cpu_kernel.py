@@ -301,8 +301,8 @@ def test_negative_zero_gradient_gives_positive_zero_like_xla():
 
 
 def test_larger_problem_uses_threads_and_matches():
-    # Above the single-thread threshold (64K elements) with default threading.
-    x = make_input("ints", (1, 8, 8, 32, 32), jnp.float32)
+    # Above the single-thread threshold (256K elements) with default threading.
+    x = make_input("ints", (1, 8, 16, 48, 48), jnp.float32)
     for k, s, p in [((2, 2, 2), (2, 2, 2), (0, 0, 0)), ((3, 3, 3), (2, 2, 2), (1, 1, 1))]:
         y, g, ref = xla_forward_and_grad(x, 6, "NCDHW", k, s, p)
         out = kernel(g, x, y, k, s, p)
@@ -315,7 +315,7 @@ def test_concurrent_calls_share_the_thread_pool_and_match():
     # (common/threading.cc); every result equals the serial one.
     import threading
 
-    x = make_input("ints", (2, 8, 8, 32, 32), jnp.float32)
+    x = make_input("ints", (2, 8, 16, 32, 48), jnp.float32)  # above 256K elements: threads
     k, s, p = (3, 3, 3), (2, 2, 2), (1, 1, 1)
     y, g, ref = xla_forward_and_grad(x, 6, "NCDHW", k, s, p)
     want = _bits(kernel(g, x, y, k, s, p))

@@ -347,7 +347,7 @@ def test_invalid_indices_select_nothing(layout):
 
 
 def test_thread_counts_give_identical_bits():
-    # Above the single-thread threshold (64K elements), overlapping, ties.
+    # Thread counts forced (POOL3D_CPU_THREADS), overlapping windows, ties.
     for layout, dtype in (("NCDHW", "f32"), ("NDHWC", "bf16"), ("NDHWC", "f32"), ("NCDHW", "f16")):
         x = to_layout(cast(make_x("ints", (2, 24, 8, 20, 20)), DTYPES[dtype]), layout)
         results = []

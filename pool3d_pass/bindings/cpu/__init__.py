@@ -18,7 +18,7 @@ The exact semantics are in docs/contract.md.
 
 The environment variable POOL3D_CPU_THREADS, read at every call, overrides the
 kernel's thread count (default: hardware threads, at most 8, and one thread
-for problems under 64K elements).
+for problems under 256K elements).
 
 The handlers are registered when pool3d_pass is imported (`registration.py`:
 without importing JAX); `register()` does it again where needed (idempotent).

@@ -19,7 +19,7 @@ namespace pool3d {
 
 // Threads for n_items items over total_elements elements: the environment
 // variable POOL3D_CPU_THREADS if set (> 0), else hardware threads (at most 8),
-// one thread under 64K elements; never more than n_items or 64.
+// one thread under 256K elements; never more than n_items or 64.
 int ThreadCount(int64_t n_items, int64_t total_elements);
 
 // Channels per block for channels-last kernels: enough blocks to feed the
