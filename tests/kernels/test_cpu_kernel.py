@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import itertools
 import os
+import threading
 
 import jax
 import jax.numpy as jnp
@@ -309,52 +310,46 @@ def test_larger_problem_uses_threads_and_matches():
         np.testing.assert_allclose(np.asarray(out), np.asarray(ref), rtol=1e-6, atol=1e-6)
 
 
-def test_concurrent_calls_share_the_thread_pool_and_match():
-    # Kernels called from several threads at once: one holds the process's
-    # thread pool, the others find it busy and start threads of their own
-    # (common/threading.cc); every result equals the serial one.
-    import threading
-
-    x = make_input("ints", (2, 8, 16, 32, 48), jnp.float32)  # above 256K elements: threads
-    k, s, p = (3, 3, 3), (2, 2, 2), (1, 1, 1)
-    y, g, ref = xla_forward_and_grad(x, 6, "NCDHW", k, s, p)
-    want = _bits(kernel(g, x, y, k, s, p))
-    results, errors = [], []
+def _errors_on_threads(fn, n):
+    """Runs fn on n Python threads at once; returns the exceptions raised."""
+    errors = []
 
     def go():
         try:
-            for _ in range(10):
-                results.append(_bits(kernel(g, x, y, k, s, p)))
+            fn()
         except Exception as exc:  # pragma: no cover - failure path
             errors.append(exc)
 
-    ts = [threading.Thread(target=go) for _ in range(6)]
+    ts = [threading.Thread(target=go) for _ in range(n)]
     for t in ts:
         t.start()
     for t in ts:
         t.join()
-    assert not errors and len(results) == 60
+    return errors
+
+
+def test_concurrent_calls_share_the_thread_pool_and_match():
+    # Kernels called from several threads at once: one holds the process's
+    # thread pool, the others find it busy and start threads of their own
+    # (common/threading.cc); every result equals the serial one.
+    x = make_input("ints", (2, 8, 16, 32, 48), jnp.float32)  # above 256K elements: threads
+    k, s, p = (3, 3, 3), (2, 2, 2), (1, 1, 1)
+    y, g, ref = xla_forward_and_grad(x, 6, "NCDHW", k, s, p)
+    want = _bits(kernel(g, x, y, k, s, p))
+    results = []
+
+    def calls():
+        for _ in range(10):
+            results.append(_bits(kernel(g, x, y, k, s, p)))
+
+    assert not _errors_on_threads(calls, 6) and len(results) == 60
     for got in results:
         np.testing.assert_array_equal(got, want)
     np.testing.assert_allclose(np.asarray(kernel(g, x, y, k, s, p)), np.asarray(ref), rtol=1e-6, atol=1e-6)
 
 
 def test_register_is_idempotent_and_thread_safe():
-    import threading
-
-    errors = []
-
-    def go():
-        try:
-            register()
-        except Exception as exc:  # pragma: no cover - failure path
-            errors.append(exc)
-
-    ts = [threading.Thread(target=go) for _ in range(8)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
+    errors = _errors_on_threads(register, 8)
     register()
     assert not errors and cpu_binding.is_registered()
     assert TARGET_NAME == "pool3d.max_pooling_3d_backward"
