@@ -65,10 +65,11 @@ inline void FixLane(const typename T::M* base, const int64_t* off,
 // 16 int16 lanes; the portable clone splits each into two SSE2 halves):
 // lanes go in blocks of U vectors (U = 2, then 1) whose running state stays in
 // registers across all taps; when n is not a multiple of the lanes, one more
-// vector ends at lane n (overlapping the one before; fewer lanes than a vector
-// take the scalar FixLane walk). Taps go in pairs (i, i + 1): the pair's first maximum, then that
-// merged into the running one (both strictly greater: the first maximum of
-// ordered groups is the first maximum), which halves the dependent chain.
+// vector ends at lane n (overlapping the one before; fewer lanes than a
+// vector take the scalar FixLane walk). Taps go in pairs (i, i + 1): the
+// pair's first maximum, then that merged into the running one (both
+// strictly greater: the first maximum of ordered groups is the first
+// maximum), which halves the dependent chain.
 typedef float VF32 __attribute__((vector_size(32)));
 typedef int32_t VI32 __attribute__((vector_size(32)));
 typedef int16_t VI16 __attribute__((vector_size(32)));
@@ -317,8 +318,8 @@ static inline __attribute__((always_inline)) void FirstMaxPixelsN(
 // i reads base[p * step + off[i] + j] and writes y/idx[p * n + j]. Vector
 // blocks (the last one ending at lane n), then FixLane for every lane when n
 // is below a vector and, where the call saw a flag, for the flagged lanes
-// (every lane after a NaN). `whole`: the taps are
-// numbered 0 .. ntaps - 1 (a window with no padding).
+// (every lane after a NaN). `whole`: the taps are numbered 0 .. ntaps - 1
+// (a window with no padding).
 template <class T>
 POOL3D_HOT void FirstMaxPixels(const typename T::M* __restrict base,
                                int64_t step, const int64_t* __restrict off,

@@ -147,7 +147,8 @@ __attribute__((target("avx2"))) inline void SumPixelBlock(
         _mm256_packus_epi32(RoundToBf16Bits(lo[v]), RoundToBf16Bits(hi[v])));
 }
 
-// One bf16 input row of W pixels of C >= 16 lanes (out: its first element); idx and go: the batch's indices and grad_output.
+// One bf16 input row of W pixels of C >= 16 lanes (out: its first
+// element); idx and go: the batch's indices and grad_output.
 __attribute__((target("avx2"))) inline void GatherOverlapRowBf16(
     const CoverRows& cr, const int16_t* idx, const uint16_t* go, int64_t W,
     uint16_t* out) {

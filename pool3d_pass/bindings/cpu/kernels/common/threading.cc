@@ -89,18 +89,20 @@ class HelperPool {
     {
       std::lock_guard<std::mutex> lock(mu_);
       job_ = job, ctx_ = ctx;
-      helpers_ = pending_ = std::min(helpers, started_);
-      pending_atomic_.store(pending_, std::memory_order_relaxed);
+      helpers_ = std::min(helpers, started_);
+      pending_.store(helpers_, std::memory_order_relaxed);
       ++generation_;
     }
     work_cv_.notify_all();
     RunAsPoolJob(job, ctx);
     for (int spin = 0; spin < kDoneSpins; ++spin) {
-      if (pending_atomic_.load(std::memory_order_acquire) == 0) return true;
+      if (pending_.load(std::memory_order_acquire) == 0) return true;
       Pause();
     }
     std::unique_lock<std::mutex> lock(mu_);
-    done_cv_.wait(lock, [&] { return pending_ == 0; });
+    done_cv_.wait(lock, [&] {
+      return pending_.load(std::memory_order_relaxed) == 0;
+    });
     return true;
   }
 
@@ -116,16 +118,17 @@ class HelperPool {
       lock.unlock();
       RunAsPoolJob(job, ctx);
       lock.lock();
-      pending_atomic_.store(--pending_, std::memory_order_release);
-      if (pending_ == 0) done_cv_.notify_one();
+      // Under mu_, so that a caller about to sleep cannot miss the notify.
+      if (pending_.fetch_sub(1, std::memory_order_release) == 1)
+        done_cv_.notify_one();
     }
   }
 
   std::mutex call_mu_, mu_;
   std::condition_variable work_cv_, done_cv_;
   uint64_t generation_ = 0;
-  int started_ = 0, helpers_ = 0, pending_ = 0;
-  std::atomic<int> pending_atomic_{0};
+  int started_ = 0, helpers_ = 0;
+  std::atomic<int> pending_{0};  // helpers still running the job
   void (*job_)(void*) = nullptr;
   void* ctx_ = nullptr;
 };
