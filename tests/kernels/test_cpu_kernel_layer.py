@@ -38,6 +38,7 @@ GEOMETRIES = [
     ((1, 2, 5, 7, 9), (2, 2, 2), (3, 3, 2), (1, 0, 1)),  # gaps, tails, padding
     ((2, 3, 5, 6, 7), (3, 3, 3), (2, 2, 2), (1, 1, 1)),  # overlap
     ((1, 2, 6, 5, 6), (3, 3, 3), (1, 1, 1), (1, 1, 1)),  # overlap, stride 1
+    ((1, 9, 4, 5, 6), (3, 3, 3), (1, 1, 1), (1, 1, 1)),  # NCDHW planes scattered in pairs, one alone
     ((2, 3, 4, 5, 3), (2, 3, 1), (1, 2, 1), (1, 1, 0)),  # asymmetric extents
     ((1, 2, 3, 2, 2), (1, 3, 3), (1, 1, 2), (0, 1, 1)),  # windows larger than H, W
     ((1, 2, 4, 5, 9), (2, 1, 2), (2, 1, 3), (1, 0, 1)),  # no overlap, sW > kW
@@ -330,14 +331,17 @@ def test_first_nan_of_the_window_with_its_payload():
 
 @pytest.mark.parametrize("layout", ["NCDHW", "NDHWC"])
 def test_invalid_indices_select_nothing(layout):
-    # Out of range, other negatives, and taps in the padding: no write anywhere.
-    shape, k, s, p = (1, 2, 3, 4, 5), (2, 3, 3), (1, 2, 2), (1, 1, 1)
+    # Out of range, other negatives, and taps in the padding: no write anywhere
+    # (nine planes: NCDHW scatters them in pairs and one alone).
+    shape, k, s, p = (1, 9, 3, 4, 5), (2, 3, 3), (1, 2, 2), (1, 1, 1)
     x = to_layout(make_x("ints", shape), layout)
     y, idx, g, _ = run_all(x, 6, k, s, p, layout)
     rs = np.random.RandomState(0)
     bad = rs.randint(-400, 400, size=idx.shape).astype(np.int16)
-    bad[rs.rand(*idx.shape) < 0.3] = np.iinfo(np.int16).min
-    bad[rs.rand(*idx.shape) < 0.3] = np.iinfo(np.int16).max
+    near = rs.rand(*idx.shape) < 0.5  # about the tap range: real taps and padding ones
+    bad[near] = rs.randint(-2, int(np.prod(k)) + 2, size=int(near.sum()))
+    bad[rs.rand(*idx.shape) < 0.15] = np.iinfo(np.int16).min
+    bad[rs.rand(*idx.shape) < 0.15] = np.iinfo(np.int16).max
     for dtype in ("f32", "bf16"):
         gd = cast(g.astype(np.float32), DTYPES[dtype])
         back = _calls(k, s, p, layout, layout, x.shape)[1]
