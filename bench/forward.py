@@ -21,6 +21,11 @@ already on the device, results waited for:
 * torch_indices   `aten.max_pool3d_with_indices(x, ...)`: (y, indices), int64
                   flat spatial indices (what torch's backward needs).
 
+The floor of the forward's job is the fewest bytes it must move (read x; write
+y and the int16 indices) at the copy bandwidth measured at the start of the
+run. `torch with indices / floor` is about the largest `torch with indices /
+pool3d` any program could show here.
+
 Checks: y of pool3d and torch against XLA's (max abs diff; the contract makes
 pool3d's y bit-identical to reduce_window's), and whether pool3d's window
 offsets name the same input element as torch's flat indices.
@@ -77,7 +82,14 @@ def offsets_to_flat(case: cases.Case, offsets: np.ndarray) -> np.ndarray:
     return np.where(off.reshape(flat.shape) < 0, -1, flat)
 
 
-def run_case(case: cases.Case, forward_call, *, repeats: int | None = None) -> dict:
+def floor_bytes(case: cases.Case, x_size: int, y_size: int) -> int:
+    """Read x; write y and its int16 indices."""
+    itemsize = cases.np_dtype(case.dtype).itemsize
+    return x_size * itemsize + y_size * (itemsize + 2)
+
+
+def run_case(case: cases.Case, forward_call, *, repeats: int | None = None,
+             bandwidth_gb_s: float | None = None) -> dict:
     x_np, _ = cases.inputs(case)
     x = jax.block_until_ready(jnp.asarray(x_np))
     pool = cases.pool_fn(case)
@@ -123,6 +135,9 @@ def run_case(case: cases.Case, forward_call, *, repeats: int | None = None) -> d
             checks["pool3d_indices_match_torch"] = bool(np.array_equal(offsets_to_flat(case, pool3d_idx),
                                                                       torch_flat))
     stats = measure(variants, repeats=repeats or case.repeats, warmup=1)
+    floor_ms = None
+    if bandwidth_gb_s:
+        floor_ms = floor_bytes(case, x_np.size, y_ref.size) / (bandwidth_gb_s * 1e9) * 1e3
 
     def ratios(key: str) -> dict:
         ms = {name: s[key] for name, s in stats.items()}
@@ -131,29 +146,34 @@ def run_case(case: cases.Case, forward_call, *, repeats: int | None = None) -> d
         out = {"xla_vs_pool3d": ms["xla"] / ms["pool3d"], "xla_vs_inference": ms["xla"] / ms["inference"]}
         if "pool3d_output" in ms:
             out["xla_vs_pool3d_output"] = ms["xla"] / ms["pool3d_output"]
+        if floor_ms:
+            out["floor_fraction"] = floor_ms / ms["pool3d"]
         if "torch" in ms:
             out["torch_vs_pool3d"] = ms["torch"] / ms["pool3d"]
             out["torch_indices_vs_pool3d"] = ms["torch_indices"] / ms["pool3d"]
+            if floor_ms:
+                out["torch_indices_vs_floor"] = ms["torch_indices"] / floor_ms
         return out
 
     return {
         "case": case.name,
         "repeats": repeats or case.repeats,
         "ms": dict(stats),
+        "floor_ms": floor_ms,
         "ratios_of_min": ratios("min_ms"),
         "ratios_of_median": ratios("median_ms"),
         "checks": checks,
     }
 
 
-def run(quick: bool, log=print) -> dict:
+def run(quick: bool, bandwidth_gb_s: float | None = None, log=print) -> dict:
     if torch is not None:
         torch.set_num_threads(os.cpu_count() or 1)
     forward_call = _forward_call()
     results = []
     for case in cases.QUICK_CASES if quick else cases.FULL_CASES:
         log(f"  forward alone: {case.name}")
-        results.append(run_case(case, forward_call))
+        results.append(run_case(case, forward_call, bandwidth_gb_s=bandwidth_gb_s))
     notes = []
     if forward_call is None:
         notes.append("the cpu binding has no max_pooling_3d_forward yet: pool3d column n/a")

@@ -18,7 +18,10 @@ For each case (shape, window, layout, dtype):
                indices (torch threads = the machine's cores); absent without torch.
 * floor        the fewest bytes the recompute kernel's job must move (read
                x, y, g; write dx) divided by the copy bandwidth measured in
-               the same run.
+               the same run. The from_indices floor is that call's own job
+               (read g and its int16 indices; write dx): `torch / from_indices
+               floor` is about the largest `from_indices vs torch` any program
+               could show here.
 * negate       `jax.jit(jnp.negative)(x)`: the cheapest XLA program that reads x
                and writes a fresh result of dx's size. XLA allocates every
                result anew (above glibc's 32 MiB mmap threshold a fresh
@@ -117,6 +120,8 @@ def run_case(case: cases.Case, bandwidth_gb_s: float, *, repeats: int | None = N
     itemsize = cases.np_dtype(case.dtype).itemsize
     floor_bytes = (2 * x_np.size + 2 * g_np.size) * itemsize  # read x, y, g; write dx
     floor_ms = floor_bytes / (bandwidth_gb_s * 1e9) * 1e3
+    # from_indices' own job: read g and its int16 indices; write dx
+    from_indices_floor_ms = (g_np.size * (itemsize + 2) + x_np.size * itemsize) / (bandwidth_gb_s * 1e9) * 1e3
 
     def ratios(key: str) -> dict:
         ms = {name: s[key] for name, s in stats.items()}
@@ -132,6 +137,10 @@ def run_case(case: cases.Case, bandwidth_gb_s: float, *, repeats: int | None = N
             out[f"{name}_vs_xla_speedup"] = ms["xla"] / ms[name]
             if "torch" in ms:
                 out[f"{name}_vs_torch_speedup"] = ms["torch"] / ms[name]
+        if "from_indices" in ms:
+            out["from_indices_floor_fraction"] = from_indices_floor_ms / ms["from_indices"]
+            if "torch" in ms:
+                out["torch_vs_from_indices_floor"] = ms["torch"] / from_indices_floor_ms
         return out
 
     return {
@@ -139,6 +148,7 @@ def run_case(case: cases.Case, bandwidth_gb_s: float, *, repeats: int | None = N
         "ms": dict(stats),
         "floor_bytes": int(floor_bytes),
         "floor_ms": floor_ms,
+        "from_indices_floor_ms": from_indices_floor_ms,
         "ratios_of_min": ratios("min_ms"),
         "ratios_of_median": ratios("median_ms"),
         "rewritten_census": counts,

@@ -91,7 +91,7 @@ def main(argv=None) -> int:
 
     section_s = result["section_wall_s"] = {}
     bandwidth = None
-    if "user" in only or "pool" in only:  # the floor of both sections, measured once
+    if {"user", "forward", "pool"} & set(only):  # the floor of these sections, measured once
         bandwidth = result["copy_bandwidth"] = timing.copy_bandwidth(repeats=3 if args.quick else 5)
     if "user" in only:
         t0 = time.perf_counter()
@@ -103,7 +103,7 @@ def main(argv=None) -> int:
         t0 = time.perf_counter()
         import forward
 
-        result["forward"] = forward.run(args.quick, log=_log)
+        result["forward"] = forward.run(args.quick, bandwidth["gb_per_s"], log=_log)
         section_s["forward"] = time.perf_counter() - t0
     if "pool" in only:
         t0 = time.perf_counter()
