@@ -16,8 +16,8 @@
 // not overlap write every element once instead (no zeroing). NDHWC: one
 // work item is one (b, channel block), with the sliding f32 accumulator of
 // ndhwc_accumulator.h; bf16/f16 windows that do not overlap, with a full
-// vector of channels, and bf16 windows that overlap, in whole vectors of at
-// least 32 channels, gather instead (from_indices_cl.cc).
+// vector of channels, and bf16 windows that overlap where OverlapGatherPays
+// (layouts.h), gather instead (from_indices_cl.cc).
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
@@ -277,20 +277,6 @@ bool FromIndicesGatherPays(const Geom& g) {
   return LanesPay(g, 32 / sizeof(M)) || accumulator_bytes > (int64_t{8} << 20);
 }
 
-#ifdef POOL3D_OVERLAP_GATHER
-// Channels-last bf16 windows that overlap: whether the gather beats the
-// scatter with its f32 accumulator, zeroing pass and rounding pass. Measured
-// from cold caches (docs/benchmarks.md): 1.1x-1.7x faster with 32 to 256
-// channels in whole vectors of 16; with a last vector overlapping the one
-// before, 1.26x at C = 100, 1.0x-1.1x at C = 40, no gain at C = 24; slower
-// with 16 (0.8x at k3 s2). Only where the CPU has AVX2. f32 keeps the
-// scatter (it accumulates in dx itself, with no rounding pass: the gather
-// measured 0.8x-0.9x), and f16 too (no conversion instructions assumed).
-bool OverlapGatherPays(const Geom& g) {
-  static const bool avx2 = __builtin_cpu_supports("avx2");
-  return avx2 && g.overlap && g.C >= 32;
-}
-#endif
 
 template <class T>
 void Dispatch(const Geom& g, const void* go, const int16_t* idx, void* dx) {

@@ -15,11 +15,13 @@
 // NCDHW: one work item is one (b, c) plane, as the recompute backward;
 // windows that do not overlap write every element once. NDHWC: windows that
 // do not overlap, with a full vector of channels, by search and gather
-// (from_input_cl.cc); otherwise the separable search across channels
+// (from_input_cl.cc), bf16 windows that overlap where both the gather and
+// the lanes pay by the forward's search and from_indices' gather; otherwise the separable search across channels
 // (common/separable_cl.h) and the sliding f32 accumulator of
 // ndhwc_accumulator.h.
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "common/element_types.h"
@@ -174,6 +176,11 @@ void Dispatch(const Geom& g, const void* go, const void* x, void* dx) {
   if (g.in_cl) {
     if (!g.overlap && LanesPay(g, 32 / sizeof(M)))
       return FromInputNdhwcGather<T>(g, gm, xm, dm);
+#ifdef POOL3D_OVERLAP_GATHER
+    if constexpr (std::is_same_v<T, BF16T>)
+      if (OverlapGatherPays(g) && LanesPay(g, 32 / sizeof(M)))
+        return FromInputNdhwcOverlapGatherBf16(g, gm, xm, dm);
+#endif
     return FromInputNdhwc<T>(g, gm, xm, dm);
   }
   if (!g.overlap && g.sW == g.kW && g.kW == 2)

@@ -76,20 +76,40 @@ template <class T>
 void FromIndicesNdhwcGather(const Geom& g, const typename T::M* go,
                             const int16_t* idx, typename T::M* dx);
 // The overlapping bf16 gather (common/overlap_gather.h) is AVX2 code, built
-// for x86-64 with GCC or Clang (OverlapGatherPays, backward_from_indices.cc,
-// says where it is used).
+// for x86-64 with GCC or Clang.
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define POOL3D_OVERLAP_GATHER 1
 void FromIndicesNdhwcOverlapGatherBf16(const Geom& g, const uint16_t* go,
                                        const int16_t* idx, uint16_t* dx);
+
+// Channels-last bf16 windows that overlap: whether the gather beats the
+// scatter with its f32 accumulator, zeroing pass and rounding pass. Measured
+// from cold caches (docs/benchmarks.md): 1.1x-1.7x faster with 32 to 256
+// channels in whole vectors of 16; with a last vector overlapping the one
+// before, 1.26x at C = 100, 1.0x-1.1x at C = 40, no gain at C = 24; slower
+// with 16 (0.8x at k3 s2). Only where the CPU has AVX2. f32 keeps the
+// scatter (it accumulates in dx itself, with no rounding pass: the gather
+// measured 0.8x-0.9x), and f16 too (no conversion instructions assumed).
+inline bool OverlapGatherPays(const Geom& g) {
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  return avx2 && g.overlap && g.C >= 32;
+}
 #endif
 
 // from_input_cl.cc: backward_from_input, channels-last, windows that do not
 // overlap, where the lanes pay: each output row searched as the forward
-// searches it, then its input rows written by the same gather.
+// searches it, then its input rows written by the same gather (and the
+// overlapping bf16 case below).
 template <class T>
 void FromInputNdhwcGather(const Geom& g, const typename T::M* go,
                           const typename T::M* x, typename T::M* dx);
+#ifdef POOL3D_OVERLAP_GATHER
+// bf16 windows that overlap, where the gather pays and the lanes pay: the
+// forward's search of every output row into a scratch tensor of indices,
+// then from_indices' overlapping gather.
+void FromInputNdhwcOverlapGatherBf16(const Geom& g, const uint16_t* go,
+                                     const uint16_t* x, uint16_t* dx);
+#endif
 
 // Whether the fast channels-first / channels-last searches can take g (their
 // offsets within a plane or an output row are int32).
