@@ -330,10 +330,12 @@ def test_first_nan_of_the_window_with_its_payload():
 
 
 @pytest.mark.parametrize("layout", ["NCDHW", "NDHWC"])
-def test_invalid_indices_select_nothing(layout):
-    # Out of range, other negatives, and taps in the padding: no write anywhere
-    # (nine planes: NCDHW scatters them in pairs and one alone).
-    shape, k, s, p = (1, 9, 3, 4, 5), (2, 3, 3), (1, 2, 2), (1, 1, 1)
+@pytest.mark.parametrize("shape,k,s,p", [
+    ((1, 9, 3, 4, 5), (2, 3, 3), (1, 2, 2), (1, 1, 1)),  # overlap; NCDHW scatters nine planes in pairs and one alone
+    ((2, 16, 3, 4, 5), (2, 2, 2), (2, 2, 2), (1, 1, 1)),  # no overlap, padding: the gathers (16 channels)
+])
+def test_invalid_indices_select_nothing(layout, shape, k, s, p):
+    # Out of range, other negatives, and taps in the padding: no write anywhere.
     x = to_layout(make_x("ints", shape), layout)
     y, idx, g, _ = run_all(x, 6, k, s, p, layout)
     rs = np.random.RandomState(0)

@@ -15,9 +15,9 @@
 // through a mask of the taps real in that row; windows that do
 // not overlap write every element once instead (no zeroing). NDHWC: one
 // work item is one (b, channel block), with the sliding f32 accumulator of
-// ndhwc_accumulator.h; bf16/f16 windows that do not overlap, with a full
-// vector of channels, and bf16 windows that overlap where OverlapGatherPays
-// (layouts.h), gather instead (from_indices_cl.cc).
+// ndhwc_accumulator.h; windows that do not overlap where
+// FromIndicesGatherPays, and bf16 windows that overlap where
+// OverlapGatherPays (layouts.h), gather instead (from_indices_cl.cc).
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
@@ -262,16 +262,18 @@ void FromIndicesNdhwc(const Geom& g, const typename T::M* go,
 }
 
 // Channels-last windows that do not overlap: whether the gather
-// (from_indices_cl.cc) beats the scatter. It pays only for bf16/f16 with a
-// full vector of channels, where the scatter needs an f32 accumulator and a
-// rounding pass. Measured from cold caches (docs/benchmarks.md), the
-// scatter was faster in f32 at C 3 to 32 (1.2x-2.0x) and level at C = 64,
-// and in the half types below 16 channels; the gather 1.3x faster in bf16
-// at C = 32. The half types also gather where the scatter's accumulator
-// would pass 8 MiB: the gather needs none.
+// (from_indices_cl.cc) beats the scatter. Measured from cold caches
+// (docs/benchmarks.md): the half types gather with a full vector of channels
+// (1.3x faster in bf16 at C = 32: the scatter needs an f32 accumulator and a
+// rounding pass; slower below 16 channels), and also where the scatter's
+// accumulator would pass 8 MiB: the gather needs none. f32 gathers in whole
+// vectors of 8 channels: 1.04x-1.2x faster at C = 8-256 (k2 s2, k3 s3, k2 s2
+// p1), where the scatter zeroes dx and adds one lane at a time; level at
+// C = 20 and 100, slower at C = 12 (0.76x-0.88x, the tail lanes), so those
+// and C < 8 keep the scatter.
 template <class M>
 bool FromIndicesGatherPays(const Geom& g) {
-  if (sizeof(M) == 4) return false;
+  if (sizeof(M) == 4) return g.C % 8 == 0 && LanesPay(g, 8);
   const int64_t accumulator_bytes =
       HalfAccumulatorSlices(g) * g.H * g.W * g.C * int64_t(sizeof(float));
   return LanesPay(g, 32 / sizeof(M)) || accumulator_bytes > (int64_t{8} << 20);
