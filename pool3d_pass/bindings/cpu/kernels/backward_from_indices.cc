@@ -279,7 +279,6 @@ bool FromIndicesGatherPays(const Geom& g) {
   return LanesPay(g, 32 / sizeof(M)) || accumulator_bytes > (int64_t{8} << 20);
 }
 
-
 template <class T>
 void Dispatch(const Geom& g, const void* go, const int16_t* idx, void* dx) {
   using M = typename T::M;

@@ -16,9 +16,9 @@
 // windows that do not overlap write every element once. NDHWC: windows that
 // do not overlap, with a full vector of channels, by search and gather
 // (from_input_cl.cc), bf16 windows that overlap where both the gather and
-// the lanes pay by the forward's search and from_indices' gather; otherwise the separable search across channels
-// (common/separable_cl.h) and the sliding f32 accumulator of
-// ndhwc_accumulator.h.
+// the lanes pay by the forward's search and from_indices' gather; otherwise
+// the separable search across channels (common/separable_cl.h) and the
+// sliding f32 accumulator of ndhwc_accumulator.h.
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
