@@ -46,13 +46,22 @@ void ForwardRowCl(const Geom& g, const typename T::M* xb, int64_t od,
 template <class T>
 void ForwardNdhwcLanes(const Geom& g, const typename T::M* x, typename T::M* y,
                        int16_t* idx) {
-  const int64_t rows = g.B * g.Do * g.Ho, C = g.C;
-  const int64_t in_batch = g.D * g.H * g.W * C;
-  ParallelFor<ClTaps>(
-      rows, ThreadCount(rows, g.B * in_batch), [&](int64_t r, ClTaps& s) {
+  const int64_t rows = g.B * g.Do * g.Ho, row = g.Wo * g.C;
+  const int64_t in_batch = g.D * g.H * g.W * g.C;
+  struct Scratch {
+    ClTaps taps;
+    std::vector<typename T::M> y;  // the row's maxima where y is null
+  };
+  ParallelFor<Scratch>(
+      rows, ThreadCount(rows, g.B * in_batch), [&](int64_t r, Scratch& s) {
         const int64_t oh = r % g.Ho, od = r / g.Ho % g.Do, b = r / (g.Ho * g.Do);
-        const int64_t o = r * g.Wo * C;
-        ForwardRowCl<T>(g, x + b * in_batch, od, oh, s, y + o, idx + o);
+        typename T::M* y_row = y + r * row;
+        if (y == nullptr) {
+          s.y.resize(row);
+          y_row = s.y.data();
+        }
+        ForwardRowCl<T>(g, x + b * in_batch, od, oh, s.taps, y_row,
+                        idx + r * row);
       });
 }
 

@@ -87,29 +87,17 @@ void FromInputNdhwcGather(const Geom& g, const typename T::M* go,
 
 #ifdef POOL3D_OVERLAP_GATHER
 // The gather reads the indices of every window that covers an element, so
-// the search goes first, over all output rows (their maxima to a per-thread
-// row, unused). Measured from cold caches, 2 threads, against the fused
-// separable search and f32 accumulator it replaces, k3 s2 p1:
+// the forward's search goes first, over all output rows (indices only).
+// Measured from cold caches, 2 threads, against the fused separable search
+// and f32 accumulator it replaces, k3 s2 p1:
 // (4,16,64,64,32) 3.1-3.5 ms -> 2.7-2.9 ms, (2,16,32,32,128) 1.8-1.9 ms ->
 // 1.3 ms. At k3 s1 p1 (where LanesPay says no) the forward call plus
 // from_indices measured 0.78x the fused call.
 void FromInputNdhwcOverlapGatherBf16(const Geom& g, const uint16_t* go,
                                      const uint16_t* x, uint16_t* dx) {
-  using M = BF16T::M;
-  const int64_t rows = g.B * g.Do * g.Ho, row = g.Wo * g.C;
-  const int64_t in_batch = g.D * g.H * g.W * g.C;
-  const std::unique_ptr<int16_t[]> idx(new int16_t[rows * row]);  // all written
-  struct Scratch {
-    ClTaps taps;
-    std::vector<M> y;
-  };
-  ParallelFor<Scratch>(
-      rows, ThreadCount(rows, g.B * in_batch), [&](int64_t r, Scratch& s) {
-        const int64_t oh = r % g.Ho, od = r / g.Ho % g.Do, b = r / (g.Ho * g.Do);
-        s.y.resize(row);
-        ForwardRowCl<BF16T>(g, x + b * in_batch, od, oh, s.taps, s.y.data(),
-                            idx.get() + r * row);
-      });
+  const std::unique_ptr<int16_t[]> idx(  // all written by the search
+      new int16_t[g.B * g.Do * g.Ho * g.Wo * g.C]);
+  ForwardNdhwcLanes<BF16T>(g, x, nullptr, idx.get());
   FromIndicesNdhwcOverlapGatherBf16(g, go, idx.get(), dx);
 }
 #endif  // POOL3D_OVERLAP_GATHER

@@ -42,8 +42,9 @@ void FromInputGeneric(const Geom& g, const typename T::M* go,
                       const typename T::M* x, typename T::M* dx);
 
 // forward_cl.cc: the channels-last forward by lane search across channels
-// (common/lane_search.h), and its search of one output row (b, od, oh) of a
-// batch's input xb into Wo * C outputs and indices.
+// (common/lane_search.h; y may be null: indices only), and its search of one
+// output row (b, od, oh) of a batch's input xb into Wo * C outputs and
+// indices.
 template <class T>
 void ForwardNdhwcLanes(const Geom& g, const typename T::M* x, typename T::M* y,
                        int16_t* idx);
