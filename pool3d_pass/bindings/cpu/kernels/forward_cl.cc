@@ -8,6 +8,8 @@
 //
 // ForwardNdhwcDisjoint: windows that neither overlap nor reach into padding,
 // row by row (common/disjoint_rows.h).
+//
+// Both take y == nullptr for indices only (backward_from_input.cc).
 #include <cstdint>
 #include <vector>
 
@@ -70,10 +72,18 @@ void ForwardNdhwcDisjoint(const Geom& g, const typename T::M* x,
                           typename T::M* y, int16_t* idx) {
   const int64_t rows = g.B * g.Do * g.Ho, WoC = g.Wo * g.C;
   const DisjointRows<T> search(g);
-  ParallelFor<std::vector<typename T::M>>(
+  struct Scratch {
+    std::vector<typename T::M> stage, y;  // y: the row's maxima where y is null
+  };
+  ParallelFor<Scratch>(
       rows, ThreadCount(rows, g.B * g.D * g.H * g.W * g.C),
-      [&](int64_t r, std::vector<typename T::M>& s) {
-        search.Row(x, r, s, y + r * WoC, idx + r * WoC);
+      [&](int64_t r, Scratch& s) {
+        typename T::M* y_row = y + r * WoC;
+        if (y == nullptr) {
+          s.y.resize(WoC);
+          y_row = s.y.data();
+        }
+        search.Row(x, r, s.stage, y_row, idx + r * WoC);
       });
 }
 

@@ -8,11 +8,11 @@
 // every input element is written once, in the element type: no accumulator,
 // no zeroing pass, no indices in memory. (Measured: with fewer channels than
 // a vector the per-element gather loses to the scatter, 0.78 ms against
-// 0.35 ms at f32 (4,16,48,48,3) k2 s2; those keep FromInputNdhwc.)
+// 0.35 ms at f32 (4,16,48,48,3) k2 s2; backward_from_input.cc's
+// ViaIndicesPays says where those go.)
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <memory>
 #include <vector>
 
 #include "common/cl_rows.h"
@@ -84,23 +84,6 @@ void FromInputNdhwcGather(const Geom& g, const typename T::M* go,
   }
   ZeroUncoveredRowsCl<T>(g, own, dx);
 }
-
-#ifdef POOL3D_OVERLAP_GATHER
-// The gather reads the indices of every window that covers an element, so
-// the forward's search goes first, over all output rows (indices only).
-// Measured from cold caches, 2 threads, against the fused separable search
-// and f32 accumulator it replaces, k3 s2 p1:
-// (4,16,64,64,32) 3.1-3.5 ms -> 2.7-2.9 ms, (2,16,32,32,128) 1.8-1.9 ms ->
-// 1.3 ms. At k3 s1 p1 (where LanesPay says no) the forward call plus
-// from_indices measured 0.78x the fused call.
-void FromInputNdhwcOverlapGatherBf16(const Geom& g, const uint16_t* go,
-                                     const uint16_t* x, uint16_t* dx) {
-  const std::unique_ptr<int16_t[]> idx(  // all written by the search
-      new int16_t[g.B * g.Do * g.Ho * g.Wo * g.C]);
-  ForwardNdhwcLanes<BF16T>(g, x, nullptr, idx.get());
-  FromIndicesNdhwcOverlapGatherBf16(g, go, idx.get(), dx);
-}
-#endif  // POOL3D_OVERLAP_GATHER
 
 #define POOL3D_INSTANTIATE(T)                                              \
   template void FromInputNdhwcGather<T>(const Geom&, const T::M*,          \

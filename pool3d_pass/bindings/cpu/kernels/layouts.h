@@ -62,7 +62,8 @@ inline bool LanesPay(const Geom& g, int64_t lanes) {
 }
 
 // Windows that neither overlap nor reach into padding: every pixel of every
-// row has the same real taps (ForwardNdhwcDisjoint, common/disjoint_rows.h).
+// row has the same real taps (ForwardNdhwcDisjoint, common/disjoint_rows.h;
+// y may be null: indices only).
 inline bool WindowsDisjoint(const Geom& g) {
   return !g.overlap && g.pD == 0 && g.pH == 0 && g.pW == 0;
 }
@@ -99,18 +100,10 @@ inline bool OverlapGatherPays(const Geom& g) {
 
 // from_input_cl.cc: backward_from_input, channels-last, windows that do not
 // overlap, where the lanes pay: each output row searched as the forward
-// searches it, then its input rows written by the same gather (and the
-// overlapping bf16 case below).
+// searches it, then its input rows written by the same gather.
 template <class T>
 void FromInputNdhwcGather(const Geom& g, const typename T::M* go,
                           const typename T::M* x, typename T::M* dx);
-#ifdef POOL3D_OVERLAP_GATHER
-// bf16 windows that overlap, where the gather pays and the lanes pay: the
-// forward's search of every output row into a scratch tensor of indices,
-// then from_indices' overlapping gather.
-void FromInputNdhwcOverlapGatherBf16(const Geom& g, const uint16_t* go,
-                                     const uint16_t* x, uint16_t* dx);
-#endif
 
 // Whether the fast channels-first / channels-last searches can take g (their
 // offsets within a plane or an output row are int32).
