@@ -3,14 +3,18 @@
 //
 // An output row is (b, od, oh): Wo pixels of C channels, contiguous in the
 // output. Its windows share their real depth and height taps; only the W
-// taps of border pixels differ. ForEachRunCl hands out runs of lanes that
-// share one tap list:
+// taps of border pixels differ. ForEachRunCl hands out runs of npix pixels
+// of n lanes that share one tap list:
 //   - stride 1 along W: the interior pixels (all kW taps real) as ONE run of
 //     (ow, c) lanes, (ihi - ilo) * C of them, contiguous in input and output
 //     (tap tw of pixel ow + 1 is tap tw of pixel ow shifted by C);
+//   - a larger stride, where the caller asks for `pixels_at_once`: the
+//     interior pixels as one run of ihi - ilo pixels of C lanes, sW * C
+//     input elements apart;
 //   - every other pixel: its C channels.
 // Taps are listed in ascending row-major order, padding left out; lane j of
-// a run reads input element base + off[i] + j of the batch.
+// pixel p of a run reads input element base + p * step + off[i] + j of the
+// batch.
 #ifndef POOL3D_KERNELS_COMMON_CL_ROWS_H_
 #define POOL3D_KERNELS_COMMON_CL_ROWS_H_
 
@@ -27,9 +31,11 @@ struct ClTaps {
   std::vector<int16_t> tap_full, tap;
 };
 
-// fn(base, off, tap, ntaps, n_lanes, ow0): lanes start at output pixel ow0.
+// fn(base, step, off, tap, ntaps, npix, n_lanes, ow0): the run's pixels start
+// at output pixel ow0.
 template <class Fn>
-void ForEachRunCl(const Geom& g, int64_t od, int64_t oh, ClTaps& s, Fn&& fn) {
+void ForEachRunCl(const Geom& g, int64_t od, int64_t oh, ClTaps& s,
+                  bool pixels_at_once, Fn&& fn) {
   const int64_t C = g.C, d0 = od * g.sD - g.pD, h0 = oh * g.sH - g.pH;
   int64_t td_lo, td_hi, th_lo, th_hi;
   TapRange(d0, g.kD, g.D, &td_lo, &td_hi);
@@ -60,16 +66,19 @@ void ForEachRunCl(const Geom& g, int64_t od, int64_t oh, ClTaps& s, Fn&& fn) {
       s.off.push_back(s.off_full[i]);
       s.tap.push_back(s.tap_full[i]);
     }
-    fn(w0 * C, s.off.data(), s.tap.data(), int64_t(s.off.size()), C, ow);
+    fn(w0 * C, 0, s.off.data(), s.tap.data(), int64_t(s.off.size()), 1, C, ow);
   };
   for (int64_t ow = 0; ow < ilo; ++ow) border(ow);
   if (g.sW == 1 && ihi > ilo) {
-    fn((ilo - g.pW) * C, s.off_full.data(), s.tap_full.data(), nfull,
+    fn((ilo - g.pW) * C, 0, s.off_full.data(), s.tap_full.data(), nfull, 1,
        (ihi - ilo) * C, ilo);
+  } else if (pixels_at_once && ihi > ilo) {
+    fn((ilo * g.sW - g.pW) * C, g.sW * C, s.off_full.data(), s.tap_full.data(),
+       nfull, ihi - ilo, C, ilo);
   } else {
     for (int64_t ow = ilo; ow < ihi; ++ow)
-      fn((ow * g.sW - g.pW) * C, s.off_full.data(), s.tap_full.data(), nfull,
-         C, ow);
+      fn((ow * g.sW - g.pW) * C, 0, s.off_full.data(), s.tap_full.data(),
+         nfull, 1, C, ow);
   }
   for (int64_t ow = ihi; ow < g.Wo; ++ow) border(ow);
 }

@@ -8,7 +8,7 @@
 // padding already left out): lane j of tap i reads base[off[i] + j]. Every
 // tap is one compare-and-blend per lane in the element's own type:
 //
-//   - SearchFirstMax / FirstMaxPixels (forward, y and indices): f32 compares
+//   - FirstMaxPixels (forward, y and indices): f32 compares
 //     as floats (`x > best`: +0 == -0, so the first zero stays; NaN never
 //     wins); bf16/f16 as int16 total-order keys. The first strictly greater
 //     tap wins: the first maximum.
@@ -340,14 +340,6 @@ inline K TotalKey(K bits) {
   constexpr int kBits = int(sizeof(K) * 8);
   using U = std::make_unsigned_t<K>;
   return K(bits ^ K(U(K(bits >> (kBits - 1))) >> 1));
-}
-
-// The first maximum (y, idx) of n lanes over the taps (off, tap).
-template <class T>
-inline void SearchFirstMax(const typename T::M* base, const int64_t* off,
-                           const int16_t* tap, int64_t ntaps, int64_t n,
-                           typename T::M* y, int16_t* idx) {
-  FirstMaxPixels<T>(base, 0, off, tap, ntaps, false, 1, n, y, idx);
 }
 
 }  // namespace pool3d
