@@ -223,7 +223,8 @@ void Dispatch(const Geom& g, ElementType t, const void* go, const void* x,
   auto* dm = static_cast<M*>(dx);
   if (g.in_cl != g.out_cl) return FromInputGeneric<T>(g, gm, xm, dm);
   if (g.in_cl) {
-    if (ViaIndicesPays<T>(g)) return FromInputNdhwcViaIndices<T>(g, t, gm, xm, dm);
+    if (ViaIndicesPays<T>(g))
+      return FromInputNdhwcViaIndices<T>(g, t, gm, xm, dm);
     if (!g.overlap && LanesPay(g, 32 / sizeof(M)))
       return FromInputNdhwcGather<T>(g, gm, xm, dm);
     return FromInputNdhwc<T>(g, gm, xm, dm);

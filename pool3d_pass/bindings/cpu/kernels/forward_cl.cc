@@ -10,7 +10,6 @@
 // row by row (common/disjoint_rows.h).
 //
 // Both take y == nullptr for indices only (backward_from_input.cc).
-#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -51,11 +50,9 @@ void ForwardRowCl(const Geom& g, const typename T::M* xb, int64_t od,
   const int64_t C = g.C, row = g.W * C;
   const bool at_once = PixelsAtOnce<T>(g);
   if (at_once) {
-    const int64_t d0 = od * g.sD - g.pD, h0 = oh * g.sH - g.pH;
-    for (int64_t d = std::max<int64_t>(d0, 0); d < std::min(d0 + g.kD, g.D); ++d)
-      for (int64_t h = std::max<int64_t>(h0, 0); h < std::min(h0 + g.kH, g.H);
-           ++h)
-        PrefetchRange(xb, (d * g.H + h) * row * kSize, row * kSize);
+    ForEachCoveredRow(g, od, oh, [&](int64_t d, int64_t h) {
+      PrefetchRange(xb, (d * g.H + h) * row * kSize, row * kSize);
+    });
   }
   ForEachRunCl(g, od, oh, s, at_once,
                [&](int64_t base, int64_t step, const int64_t* off,

@@ -31,6 +31,16 @@ struct ClTaps {
   std::vector<int16_t> tap_full, tap;
 };
 
+// fn(d, h) for the input rows the windows of output row (od, oh) cover.
+template <class Fn>
+void ForEachCoveredRow(const Geom& g, int64_t od, int64_t oh, Fn&& fn) {
+  const int64_t d0 = od * g.sD - g.pD, h0 = oh * g.sH - g.pH;
+  for (int64_t d = std::max<int64_t>(d0, 0); d < std::min(d0 + g.kD, g.D); ++d)
+    for (int64_t h = std::max<int64_t>(h0, 0); h < std::min(h0 + g.kH, g.H);
+         ++h)
+      fn(d, h);
+}
+
 // fn(base, step, off, tap, ntaps, npix, n_lanes, ow0): the run's pixels start
 // at output pixel ow0.
 template <class Fn>
@@ -66,7 +76,8 @@ void ForEachRunCl(const Geom& g, int64_t od, int64_t oh, ClTaps& s,
       s.off.push_back(s.off_full[i]);
       s.tap.push_back(s.tap_full[i]);
     }
-    fn(w0 * C, 0, s.off.data(), s.tap.data(), int64_t(s.off.size()), 1, C, ow);
+    fn(w0 * C, 0, s.off.data(), s.tap.data(), int64_t(s.off.size()), 1, C,
+       ow);
   };
   for (int64_t ow = 0; ow < ilo; ++ow) border(ow);
   if (g.sW == 1 && ihi > ilo) {
