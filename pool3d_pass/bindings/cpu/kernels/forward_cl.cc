@@ -68,6 +68,19 @@ void ForwardRowCl(const Geom& g, const typename T::M* xb, int64_t od,
                });
 }
 
+namespace {
+
+// Output row r (`row` elements) of y, or, where y is null (indices only), a
+// per-thread scratch row for the maxima.
+template <class M>
+M* OutputRow(M* y, int64_t r, int64_t row, std::vector<M>& scratch) {
+  if (y != nullptr) return y + r * row;
+  scratch.resize(row);
+  return scratch.data();
+}
+
+}  // namespace
+
 template <class T>
 void ForwardNdhwcLanes(const Geom& g, const typename T::M* x, typename T::M* y,
                        int16_t* idx) {
@@ -75,18 +88,13 @@ void ForwardNdhwcLanes(const Geom& g, const typename T::M* x, typename T::M* y,
   const int64_t in_batch = g.D * g.H * g.W * g.C;
   struct Scratch {
     ClTaps taps;
-    std::vector<typename T::M> y;  // the row's maxima where y is null
+    std::vector<typename T::M> y;  // OutputRow's scratch
   };
   ParallelFor<Scratch>(
       rows, ThreadCount(rows, g.B * in_batch), [&](int64_t r, Scratch& s) {
         const int64_t oh = r % g.Ho, od = r / g.Ho % g.Do, b = r / (g.Ho * g.Do);
-        typename T::M* y_row = y + r * row;
-        if (y == nullptr) {
-          s.y.resize(row);
-          y_row = s.y.data();
-        }
-        ForwardRowCl<T>(g, x + b * in_batch, od, oh, s.taps, y_row,
-                        idx + r * row);
+        ForwardRowCl<T>(g, x + b * in_batch, od, oh, s.taps,
+                        OutputRow(y, r, row, s.y), idx + r * row);
       });
 }
 
@@ -96,17 +104,12 @@ void ForwardNdhwcDisjoint(const Geom& g, const typename T::M* x,
   const int64_t rows = g.B * g.Do * g.Ho, WoC = g.Wo * g.C;
   const DisjointRows<T> search(g);
   struct Scratch {
-    std::vector<typename T::M> stage, y;  // y: the row's maxima where y is null
+    std::vector<typename T::M> stage, y;  // y: OutputRow's scratch
   };
   ParallelFor<Scratch>(
       rows, ThreadCount(rows, g.B * g.D * g.H * g.W * g.C),
       [&](int64_t r, Scratch& s) {
-        typename T::M* y_row = y + r * WoC;
-        if (y == nullptr) {
-          s.y.resize(WoC);
-          y_row = s.y.data();
-        }
-        search.Row(x, r, s.stage, y_row, idx + r * WoC);
+        search.Row(x, r, s.stage, OutputRow(y, r, WoC, s.y), idx + r * WoC);
       });
 }
 
