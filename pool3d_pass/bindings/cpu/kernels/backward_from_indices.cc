@@ -266,14 +266,15 @@ void FromIndicesNdhwc(const Geom& g, const typename T::M* go,
 // (docs/benchmarks.md): the half types gather with a full vector of channels
 // (1.3x faster in bf16 at C = 32: the scatter needs an f32 accumulator and a
 // rounding pass; slower below 16 channels), and also where the scatter's
-// accumulator would pass 8 MiB: the gather needs none. f32 gathers in whole
-// vectors of 8 channels: 1.04x-1.2x faster at C = 8-256 (k2 s2, k3 s3, k2 s2
-// p1), where the scatter zeroes dx and adds one lane at a time; level at
-// C = 20 and 100, slower at C = 12 (0.76x-0.88x, the tail lanes), so those
-// and C < 8 keep the scatter.
+// accumulator would pass 8 MiB: the gather needs none. f32 gathers with at
+// least a vector of 8 channels: 1.04x-1.2x faster at C = 8-256 (k2 s2, k3 s3,
+// k2 s2 p1), where the scatter zeroes dx and adds one lane at a time, and,
+// since the gather's last vector overlaps the one before, 1.1x-1.3x at
+// C = 9, 12, 20 and 100 (the tail lanes had made it 0.76x-0.88x at C = 12);
+// C < 8 keeps the scatter.
 template <class M>
 bool FromIndicesGatherPays(const Geom& g) {
-  if (sizeof(M) == 4) return g.C % 8 == 0 && LanesPay(g, 8);
+  if (sizeof(M) == 4) return LanesPay(g, 8);
   const int64_t accumulator_bytes =
       HalfAccumulatorSlices(g) * g.H * g.W * g.C * int64_t(sizeof(float));
   return LanesPay(g, 32 / sizeof(M)) || accumulator_bytes > (int64_t{8} << 20);
