@@ -100,6 +100,19 @@ inline __attribute__((target("avx2"))) __m256i RoundToBf16Bits(__m256 v) {
   return _mm256_blendv_epi8(r, quiet, nan);
 }
 
+// 16 f32 sums (lo: lanes 0-3 and 8-11, hi: 4-7 and 12-15, as the bf16
+// halves were widened) rounded to bf16 and stored in lane order; kAnyNan:
+// some lane may be NaN (RoundToBf16Bits), else RoundNumberToBf16Bits.
+template <bool kAnyNan>
+__attribute__((target("avx2"))) inline void StoreRoundedBf16(__m256 lo,
+                                                             __m256 hi,
+                                                             uint16_t* out) {
+  const __m256i l = kAnyNan ? RoundToBf16Bits(lo) : RoundNumberToBf16Bits(lo);
+  const __m256i h = kAnyNan ? RoundToBf16Bits(hi) : RoundNumberToBf16Bits(hi);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out),
+                      _mm256_packus_epi32(l, h));
+}
+
 // Lanes [c0, c0 + 16 * NV) of pixel w (out: the pixel's first lane).
 template <int NV>
 __attribute__((target("avx2"))) inline void SumPixelBlock(
@@ -135,16 +148,11 @@ __attribute__((target("avx2"))) inline void SumPixelBlock(
                              _mm256_cmp_ps(lo[v], hi[v], _CMP_UNORD_Q));
   if (_mm256_testz_ps(unordered, unordered)) {
     for (int v = 0; v < NV; ++v)
-      _mm256_storeu_si256(
-          reinterpret_cast<__m256i*>(out + c0 + 16 * v),
-          _mm256_packus_epi32(RoundNumberToBf16Bits(lo[v]),
-                              RoundNumberToBf16Bits(hi[v])));
-    return;
+      StoreRoundedBf16<false>(lo[v], hi[v], out + c0 + 16 * v);
+  } else {
+    for (int v = 0; v < NV; ++v)
+      StoreRoundedBf16<true>(lo[v], hi[v], out + c0 + 16 * v);
   }
-  for (int v = 0; v < NV; ++v)
-    _mm256_storeu_si256(
-        reinterpret_cast<__m256i*>(out + c0 + 16 * v),
-        _mm256_packus_epi32(RoundToBf16Bits(lo[v]), RoundToBf16Bits(hi[v])));
 }
 
 // One bf16 input row of W pixels of C >= 16 lanes (out: its first
