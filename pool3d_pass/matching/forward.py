@@ -88,12 +88,16 @@ def _candidates(match: PoolGradient):
         if name == "stablehlo.reduce_window":
             yield owner, match.forward_input, None
         elif name == "stablehlo.pad" and owner.operands[0] == match.forward_input:
+            padded = owner.results[0]
+            users = [use.owner for use in padded.uses]
+            # Most pads feed no reduce_window (JAX's feeds the gradient): read the edges only for one that does.
+            if not any(u.op_name(user) == "stablehlo.reduce_window" for user in users):
+                continue
             edges = _negative_infinity_pad_edges(owner, rank)
             if edges is None:
                 continue
-            padded = owner.results[0]
-            for pad_use in padded.uses:
-                yield pad_use.owner, padded, edges
+            for user in users:
+                yield user, padded, edges
 
 
 def find_forward(match: PoolGradient) -> ir.OpView | None:

@@ -6,7 +6,8 @@ dimensions within a span of at most three adjacent dimensions map onto the
 kernel's (D, H, W) (a parallel dimension inside the span becomes a unit
 window), padded in front with unit dimensions; parallel dimensions before them fold into the kernel's
 batch and channels (NCDHW), those after them into channels-last C (NDHWC).
-Folding is a row-major reshape, so no data moves.
+Folding is a row-major reshape, so no data moves. `fold_to_kernel` is pure, so
+its results are cached (`caches.bounded`): a model repeats a few geometries.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from pool3d_pass import caches
 from pool3d_pass.contract import MAX_WINDOW_ELEMENTS, SPATIAL_RANK, pooled_extent
 
 
@@ -73,6 +75,7 @@ def _pooled_span(window: Window) -> tuple[int, int]:
     return begin, end
 
 
+@caches.bounded(1024)
 def fold_to_kernel(
     input_shape: tuple[int, ...],
     output_shape: tuple[int, ...],

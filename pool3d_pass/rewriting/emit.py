@@ -17,7 +17,7 @@ from collections.abc import Callable
 from jaxlib.mlir import ir
 
 from pool3d_pass.bindings.registry import Binding
-from pool3d_pass.contract.custom_call import build_call
+from pool3d_pass.contract.custom_call import CallBuilder
 from pool3d_pass.options import PassOptions
 from pool3d_pass.rewriting.per_shard import PerShardCode
 from pool3d_pass.rewriting.splice import call_binding
@@ -28,10 +28,11 @@ Emit = Callable[..., list[ir.Value]]
 def for_run(options: PassOptions, binding: Binding | None) -> Emit:
     """The neutral call's builder, or `binding` (the target's) spliced in, on `options.mesh` if given.
 
+    One per pass run: the neutral builder keeps the attributes it built for the run's later calls.
     (A target without a binding never emits: the pass refuses its gradients first.)
     """
     if options.neutral or binding is None:
-        return build_call
+        return CallBuilder()
     if options.mesh is None:
         return functools.partial(call_binding, binding, mesh=None)
     per_shard = PerShardCode()

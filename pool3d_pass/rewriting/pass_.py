@@ -212,6 +212,8 @@ class _PassRun:
         return _MATCHED
 
     def fold_slice_of_created_pad(self, op: ir.OpView, rewriter) -> bool:
+        if not self.pending_folds:  # most slices: no pad of ours is waiting
+            return _NO_MATCH
         producer = u.defining_op(u.through_open_constraints(op.operands[0]))
         if producer is None:
             return _NO_MATCH
