@@ -21,14 +21,21 @@ inline void PrefetchRange(const void* p, int64_t offset, int64_t bytes) {
     __builtin_prefetch(reinterpret_cast<const void*>(a));
 }
 
-// The lines a search of n lanes over the taps `off` from base + ahead reads
-// (ahead and off in elements).
+// The lines the taps `off` of a pixel of C lanes at base + ahead read that
+// the same taps of the pixel `step` input pixels before did not: of each run
+// of taps at consecutive pixels (one (td, th) row of the window), the last
+// `step` (ahead, off and step in elements and pixels as named).
 template <class M>
-inline void PrefetchTaps(const M* base, int64_t ahead, const int64_t* off,
-                         int64_t ntaps, int64_t n) {
+inline void PrefetchNewTaps(const M* base, int64_t ahead, const int64_t* off,
+                            int64_t ntaps, int64_t C, int64_t step) {
   constexpr int64_t kSize = int64_t(sizeof(M));
-  for (int64_t i = 0; i < ntaps; ++i)
-    PrefetchRange(base, (ahead + off[i]) * kSize, n * kSize);
+  for (int64_t i = 0; i < ntaps;) {
+    int64_t j = i + 1;
+    while (j < ntaps && off[j] == off[j - 1] + C) ++j;
+    const int64_t first = j - i > step ? j - step : i;
+    PrefetchRange(base, (ahead + off[first]) * kSize, (j - first) * C * kSize);
+    i = j;
+  }
 }
 
 // Lanes [0, nc) of each of the W pixels of C lanes of the row at base +
