@@ -11,9 +11,10 @@
 //
 // NCDHW: one work item is one (b, c) plane, or two scattered side by side; a
 // tap's offset in the plane comes from a table (td * H * W + th * W + tw)
-// built once per call, and rows at the D or H border accept a selected tap
-// through a mask of the taps real in that row; windows that do
-// not overlap write every element once instead (no zeroing). NDHWC: one
+// built once per call, and windows at a border accept a selected tap
+// through a mask of the taps real there (one per output position along each
+// axis, also built once per call); windows that do not overlap write every
+// element once instead (no zeroing). NDHWC: one
 // work item is one (b, channel block), with the sliding f32 accumulator of
 // ndhwc_accumulator.h; windows that do not overlap where
 // FromIndicesGatherPays, and bf16 windows that overlap where
@@ -36,11 +37,17 @@ namespace pool3d {
 namespace {
 
 // Per tap t: its (td, th, tw) and its offset from the window's origin in an
-// input laid out with strides (sd, sh, sw).
+// input laid out with strides (sd, sh, sw). Where a window has at most 64
+// taps (masked), also per output position along each axis the taps real
+// there, tap t as bit t: window (od, oh, ow)'s real taps are
+// real_d[od] & real_h[oh] & real_w[ow].
 struct TapTable {
   std::vector<int32_t> td, th, tw;
   std::vector<int64_t> off;
-  TapTable(const Geom& g, int64_t sd, int64_t sh, int64_t sw) {
+  bool masked;
+  std::vector<uint64_t> real_d, real_h, real_w;
+  TapTable(const Geom& g, int64_t sd, int64_t sh, int64_t sw)
+      : masked(g.Taps() <= 64) {
     const int64_t n = g.Taps();
     td.resize(n); th.resize(n); tw.resize(n); off.resize(n);
     for (int64_t t = 0; t < n; ++t) {
@@ -49,6 +56,20 @@ struct TapTable {
       tw[t] = int32_t(t % g.kW);
       off[t] = td[t] * sd + th[t] * sh + tw[t] * sw;
     }
+    if (!masked) return;
+    auto axis = [n](int64_t n_out, int64_t stride, int64_t pad, int64_t size,
+                    const std::vector<int32_t>& tap) {
+      std::vector<uint64_t> real(n_out, 0);
+      for (int64_t o = 0; o < n_out; ++o)
+        for (int64_t t = 0; t < n; ++t) {
+          const int64_t i = o * stride - pad + tap[t];
+          if (i >= 0 && i < size) real[o] |= uint64_t{1} << t;
+        }
+      return real;
+    };
+    real_d = axis(g.Do, g.sD, g.pD, g.D, td);
+    real_h = axis(g.Ho, g.sH, g.pH, g.H, th);
+    real_w = axis(g.Wo, g.sW, g.pW, g.W, tw);
   }
 };
 
@@ -120,7 +141,8 @@ void ScatterPlanes(const Geom& g, const TapTable& tab,
   const int64_t HW = g.H * g.W, taps = g.Taps();
   int64_t ilo, ihi;
   InteriorW(g, &ilo, &ihi);
-  // Windows with some tap in the padding: check the selected tap.
+  // Windows with some tap in the padding, where a window has more taps than
+  // a mask has bits: check the selected tap.
   auto checked = [&](int s, int64_t o, int64_t row, int64_t d0, int64_t h0,
                      int64_t lo, int64_t hi) {
     for (int64_t ow = lo; ow < hi; ++ow) {
@@ -141,8 +163,25 @@ void ScatterPlanes(const Geom& g, const TapTable& tab,
       const int64_t h0 = oh * g.sH - g.pH;
       const int64_t o = (od * g.Ho + oh) * g.Wo;
       const int64_t row = d0 * HW + h0 * g.W - g.pW;
-      for (int s = 0; s < K; ++s)
-        checked(s, o, row, d0, h0, 0, std::min(ilo, g.Wo));
+      const int64_t left = std::min(ilo, g.Wo), right = std::max(ihi, left);
+      // Windows with some W tap in the padding: each window's own mask.
+      const uint64_t real_dh =
+          tab.masked ? tab.real_d[od] & tab.real_h[oh] : 0;
+      auto border = [&](int64_t lo, int64_t hi) {
+        if (!tab.masked) {
+          for (int s = 0; s < K; ++s) checked(s, o, row, d0, h0, lo, hi);
+          return;
+        }
+        for (int64_t ow = lo; ow < hi; ++ow) {
+          const uint64_t real = real_dh & tab.real_w[ow];
+          for (int s = 0; s < K; ++s) {
+            const uint32_t t = uint32_t(int32_t(ip[s][o + ow]));
+            if (t < 64 && (real >> t & 1) != 0)
+              acc[s][row + ow * g.sW + off[t]] += T::ToF32(gp[s][o + ow]);
+          }
+        }
+      };
+      border(0, left);
       float* ar[K];
       const int16_t* ir[K];
       const typename T::M* gr[K];
@@ -161,19 +200,14 @@ void ScatterPlanes(const Geom& g, const TapTable& tab,
       };
       if (d0 >= 0 && d0 + g.kD <= g.D && h0 >= 0 && h0 + g.kH <= g.H) {
         scatter_interior([ntaps](uint32_t t) { return t < ntaps; });
-      } else if (taps <= 64) {  // a row at the D or H border: a mask of taps
-        uint64_t real = 0;
-        for (int64_t t = 0; t < taps; ++t) {
-          const int64_t d = d0 + tab.td[t], h = h0 + tab.th[t];
-          if (d >= 0 && d < g.D && h >= 0 && h < g.H) real |= uint64_t{1} << t;
-        }
-        scatter_interior(
-            [real](uint32_t t) { return t < 64 && (real >> t & 1) != 0; });
+      } else if (tab.masked) {  // a row at the D or H border
+        scatter_interior([real_dh](uint32_t t) {
+          return t < 64 && (real_dh >> t & 1) != 0;
+        });
       } else {
         for (int s = 0; s < K; ++s) checked(s, o, row, d0, h0, ilo, ihi);
       }
-      for (int s = 0; s < K; ++s)
-        checked(s, o, row, d0, h0, std::max(ihi, std::min(ilo, g.Wo)), g.Wo);
+      border(right, g.Wo);
     }
   }
 }
