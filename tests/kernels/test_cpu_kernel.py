@@ -109,13 +109,19 @@ def kernel(g, x, y, k, s, p, data_format="NCDHW", output_format=None):
 
 
 def kernel_all_thread_counts(g, x, y, k, s, p, data_format="NCDHW", output_format=None):
-    """Kernel result with the default thread count, checked equal to forced 1 and 2 threads."""
-    out = kernel(g, x, y, k, s, p, data_format, output_format)
+    """Kernel result with the default thread count, checked equal to forced 1 and 2 threads.
+
+    Each call is waited for before the environment changes: the kernel reads
+    POOL3D_CPU_THREADS on XLA's thread, where glibc's getenv racing the
+    test's setenv can crash (one `make sanitize` run died here with a
+    segfault and no sanitizer report).
+    """
+    out = jax.block_until_ready(kernel(g, x, y, k, s, p, data_format, output_format))
     saved = os.environ.get("POOL3D_CPU_THREADS")
     try:
         for n in ("1", "2"):
             os.environ["POOL3D_CPU_THREADS"] = n
-            other = kernel(g, x, y, k, s, p, data_format, output_format)
+            other = jax.block_until_ready(kernel(g, x, y, k, s, p, data_format, output_format))
             np.testing.assert_array_equal(_bits(other), _bits(out))
     finally:
         if saved is None:
