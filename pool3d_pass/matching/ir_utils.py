@@ -13,10 +13,8 @@ from jaxlib.mlir.dialects import stablehlo
 
 def static_ranked_shape(value: ir.Value) -> tuple[int, ...] | None:
     """The shape of a statically shaped ranked tensor value, else None."""
-    if not isinstance(value.type, ir.RankedTensorType):
-        return None
-    tensor = ir.RankedTensorType(value.type)
-    if not tensor.has_static_shape:
+    tensor = value.type  # the bindings return the concrete type class
+    if not isinstance(tensor, ir.RankedTensorType) or not tensor.has_static_shape:
         return None
     return tuple(tensor.shape)
 
@@ -112,34 +110,42 @@ def is_positive_zero(value: ir.Value) -> bool:
 
 
 def single_block_ops(region: ir.Region) -> tuple[list[ir.OpView], ir.Block] | None:
-    blocks = list(region.blocks)
+    blocks = region.blocks
     if len(blocks) != 1:
         return None
-    return list(blocks[0].operations), blocks[0]
+    block = blocks[0]
+    return list(block.operations), block
 
 
 def is_binary_body(region: ir.Region, op_names: tuple[str, ...], *, commutative: bool) -> bool:
     """True if `region` is `^bb(a, b): r = <op>(a, b); return r` (either order if commutative).
 
     Open sharding constraints of `r` before the return are allowed (see `is_open_constraint`)."""
-    body = single_block_ops(region)
-    if body is None:
+    # Indexing, not list(): this runs on every pool candidate's regions.
+    blocks = region.blocks
+    if len(blocks) != 1:
         return False
-    ops, block = body
-    if len(block.arguments) != 2 or len(ops) < 2:
+    block = blocks[0]
+    args, ops = block.arguments, block.operations
+    count = len(ops)
+    if len(args) != 2 or count < 2:
         return False
-    compute, *constraints, terminator = ops
-    if op_name(compute) not in op_names or op_name(terminator) != "stablehlo.return":
+    compute, terminator = ops[0], ops[count - 1]
+    if compute.operation.name not in op_names or terminator.operation.name != "stablehlo.return":
         return False
-    if len(terminator.operands) != 1 or through_open_constraints(terminator.operands[0]) != compute.results[0]:
+    returned = terminator.operands
+    if len(returned) != 1 or through_open_constraints(returned[0]) != compute.results[0]:
         return False
-    if any(not is_open_constraint(c) for c in constraints):
+    if count > 2 and any(not is_open_constraint(ops[i]) for i in range(1, count - 1)):
         return False
-    args = list(block.arguments)
-    operands = list(compute.operands)
-    if operands == args:
+    operands = compute.operands
+    if len(operands) != 2:
+        return False
+    a, b = operands[0], operands[1]
+    first, second = args[0], args[1]
+    if a == first and b == second:
         return True
-    return commutative and operands == args[::-1]
+    return commutative and a == second and b == first
 
 
 def comparison(compare: ir.OpView) -> tuple[str, str | None]:

@@ -70,18 +70,25 @@ def _check_regions(op: ir.OpView) -> None:
         raise NoMatch("scatter region is not a single stablehlo.add")
 
 
-def _check_types(op: ir.OpView) -> ir.Type:
+def _check_types(op: ir.OpView) -> tuple[ir.Type, tuple[int, ...], tuple[int, ...]]:
+    """(element type, operand shape, source shape)."""
     operand, source, init = op.operands
-    for value in (operand, source, op.results[0]):
-        if u.static_ranked_shape(value) is None:
-            raise NoMatch(f"dynamic or unranked shape {value.type}")
-    element_type = ir.ShapedType(operand.type).element_type
+    types = [operand.type, source.type, op.results[0].type]  # the bindings return concrete type classes
+    for tensor in types:
+        if not isinstance(tensor, ir.RankedTensorType) or not tensor.has_static_shape:
+            raise NoMatch(f"dynamic or unranked shape {tensor}")
+    element_type = types[0].element_type
     name = str(element_type)
     if name not in SUPPORTED_DTYPES:
         raise NoMatch(f"element type {name} is not one of {', '.join(SUPPORTED_DTYPES)}")
-    if any(ir.ShapedType(v.type).element_type != element_type for v in (source, init, op.results[0])):
+    init_type = init.type
+    if (
+        types[1].element_type != element_type
+        or types[2].element_type != element_type
+        or ir.ShapedType(init_type).element_type != element_type
+    ):
         raise NoMatch("operand, source and init differ in element type")
-    return element_type
+    return element_type, tuple(types[0].shape), tuple(types[1].shape)
 
 
 def _undoing_slice(op: ir.OpView, low, unpadded_shape) -> ir.OpView | None:
@@ -128,13 +135,13 @@ def _padding_form(op: ir.OpView, rank: int):
 
 def match_pool_gradient(op: ir.OpView) -> PoolGradient:
     """Return the match for `op`, or raise NoMatch with the reason."""
-    element_type = _check_types(op)
+    element_type, operand_shape, source_shape = _check_types(op)
     _check_regions(op)
     operand, source, init = op.operands
     if not u.is_positive_zero(init):
         raise NoMatch("init value is not the constant +0")
 
-    rank = len(u.static_ranked_shape(operand))
+    rank = len(operand_shape)
     x, padding, pad, cut = _padding_form(op, rank)
     window = Window(
         dimensions=u.i64_array(op, "window_dimensions", (1,) * rank),
@@ -143,8 +150,8 @@ def match_pool_gradient(op: ir.OpView) -> PoolGradient:
     )
     try:
         geometry = fold_to_kernel(
-            u.static_ranked_shape(x),
-            u.static_ranked_shape(source),
+            operand_shape if pad is None else u.static_ranked_shape(x),
+            source_shape,
             window,
             # On the attribute form the original never selects padding; a
             # low-side explicit remainder could be selected in an all -inf window.
