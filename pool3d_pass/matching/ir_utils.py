@@ -2,14 +2,48 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
+import threading
 
 import numpy as np
 from collections.abc import Sequence
 
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
+
+# Attributes are uniqued in their context: within one pass run, one attribute
+# object stands for one value. `attribute_values_cached()` keeps, per thread,
+# what the readers below made of each attribute until the run ends (the cache
+# holds the attributes, so it must not outlive the run: it would keep their
+# context alive). Outside it, nothing is cached.
+_run_cache = threading.local()
+
+
+@contextlib.contextmanager
+def attribute_values_cached():
+    """Cache the readers' results per attribute for the duration of the block (one pass run)."""
+    outer = getattr(_run_cache, "values", None)
+    if outer is None:
+        _run_cache.values = {}
+    try:
+        yield
+    finally:
+        if outer is None:
+            _run_cache.values = None
+
+
+def _cached_value(attr: ir.Attribute, read):
+    cache = getattr(_run_cache, "values", None)
+    if cache is None:
+        return read(attr)
+    try:
+        return cache[attr]
+    except KeyError:
+        value = cache[attr] = read(attr)
+        return value
+
 
 def static_ranked_shape(value: ir.Value) -> tuple[int, ...] | None:
     """The shape of a statically shaped ranked tensor value, else None."""
@@ -40,7 +74,11 @@ def is_open_constraint(op: ir.OpView | ir.Operation | None) -> bool:
     """True for an `sdy.sharding_constraint` that leaves every dimension open and unsharded."""
     if op_name(op) != SHARDING_CONSTRAINT or len(op.operands) != 1:
         return False
-    return _OPEN_SHARDING.search(str(op.attributes["sharding"])) is not None
+    return _cached_value(op.attributes["sharding"], _is_open_sharding)
+
+
+def _is_open_sharding(attr: ir.Attribute) -> bool:
+    return _OPEN_SHARDING.search(str(attr)) is not None
 
 
 def through_open_constraints(value: ir.Value) -> ir.Value:
@@ -64,13 +102,22 @@ def sole_user_through_open_constraints(value: ir.Value) -> ir.OpView | None:
         value = user.results[0]
 
 
+def _read_i64_array(array) -> tuple[int, ...]:
+    # Indexing is ~4x faster than the bindings' iterator protocol.
+    return tuple(map(array.__getitem__, range(len(array))))
+
+
 def i64_array(op: ir.OpView, name: str, default: Sequence[int]) -> tuple[int, ...]:
     attributes = op.attributes
     if name not in attributes:
         return tuple(default)
-    array = attributes[name]
-    # Indexing is ~4x faster than the bindings' iterator protocol; the pass does this a lot.
-    return tuple(map(array.__getitem__, range(len(array))))
+    return _cached_value(attributes[name], _read_i64_array)
+
+
+def _read_padding_pairs(attr) -> tuple[tuple[int, int], ...]:
+    # Through the buffer protocol: element-wise iteration costs ~10x more.
+    flat = np.asarray(attr).reshape(-1).tolist()  # splats come out full size
+    return tuple(zip(flat[0::2], flat[1::2]))
 
 
 def padding_pairs(op: ir.OpView, rank: int) -> tuple[tuple[int, int], ...]:
@@ -78,9 +125,16 @@ def padding_pairs(op: ir.OpView, rank: int) -> tuple[tuple[int, int], ...]:
     attributes = op.attributes
     if "padding" not in attributes:
         return ((0, 0),) * rank
-    # Through the buffer protocol: element-wise iteration costs ~10x more.
-    flat = np.asarray(attributes["padding"]).reshape(-1).tolist()  # splats come out full size
-    return tuple(zip(flat[0::2], flat[1::2]))
+    return _cached_value(attributes["padding"], _read_padding_pairs)
+
+
+def _read_splat_float(attr) -> float | None:
+    if not isinstance(attr, ir.DenseFPElementsAttr):
+        return None
+    dense = ir.DenseFPElementsAttr(attr)
+    if not dense.is_splat:
+        return None
+    return ir.FloatAttr(dense.get_splat_value()).value
 
 
 def splat_float(value: ir.Value) -> float | None:
@@ -90,13 +144,7 @@ def splat_float(value: ir.Value) -> float | None:
         return splat_float(op.operands[0])
     if op_name(op) != "stablehlo.constant":
         return None
-    attr = op.attributes["value"]
-    if not isinstance(attr, ir.DenseFPElementsAttr):
-        return None
-    dense = ir.DenseFPElementsAttr(attr)
-    if not dense.is_splat:
-        return None
-    return ir.FloatAttr(dense.get_splat_value()).value
+    return _cached_value(op.attributes["value"], _read_splat_float)
 
 
 def is_negative_infinity(value: ir.Value) -> bool:
@@ -150,10 +198,19 @@ def is_binary_body(region: ir.Region, op_names: tuple[str, ...], *, commutative:
 
 def comparison(compare: ir.OpView) -> tuple[str, str | None]:
     """(direction, compare_type) of a stablehlo.compare; compare_type None if absent."""
-    direction = stablehlo.ComparisonDirectionAttr(compare.attributes["comparison_direction"]).value
-    if "compare_type" not in compare.attributes:
+    attributes = compare.attributes
+    direction = _cached_value(attributes["comparison_direction"], _comparison_direction)
+    if "compare_type" not in attributes:
         return direction, None
-    return direction, stablehlo.ComparisonTypeAttr(compare.attributes["compare_type"]).value
+    return direction, _cached_value(attributes["compare_type"], _comparison_type)
+
+
+def _comparison_direction(attr: ir.Attribute) -> str:
+    return stablehlo.ComparisonDirectionAttr(attr).value
+
+
+def _comparison_type(attr: ir.Attribute) -> str:
+    return stablehlo.ComparisonTypeAttr(attr).value
 
 
 LIBRARY_PATH_MARKERS = ("site-packages", "dist-packages")

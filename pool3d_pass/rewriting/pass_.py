@@ -305,12 +305,13 @@ def _run_callable(on_report: Callable[[RewriteReport], None] | None, options: Pa
     def run(op: ir.Operation, pass_) -> None:
         state = _PassRun(options, binding)
         try:
-            mlir_rewrite.walk_and_apply_patterns(op, state.patterns())
-            state.erase_replaced_forwards()
-            forward_alone = state.forward_alone_patterns()
-            if forward_alone is not None:
-                mlir_rewrite.walk_and_apply_patterns(op, forward_alone)
-                _erase_unused_chains(state.forwards_alone)
+            with u.attribute_values_cached():
+                mlir_rewrite.walk_and_apply_patterns(op, state.patterns())
+                state.erase_replaced_forwards()
+                forward_alone = state.forward_alone_patterns()
+                if forward_alone is not None:
+                    mlir_rewrite.walk_and_apply_patterns(op, forward_alone)
+                    _erase_unused_chains(state.forwards_alone)
         except Exception:  # a bug in a pattern: fail the pass rather than emit half-rewritten IR
             pass_.signal_pass_failure()
             raise
