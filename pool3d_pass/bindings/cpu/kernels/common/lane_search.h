@@ -242,12 +242,16 @@ static inline __attribute__((always_inline)) void FirstMaxBlock(
   }
 }
 
-// Pixels of at least this many bytes of lanes are searched one at a time,
-// each tap's lanes read as one run, rather than a lane block across all
-// pixels. Measured at k2 s2 from cold caches (docs/benchmarks.md): 1.1x-1.3x
-// faster with f32 C = 128-256 and bf16 C = 256-512; level at bf16 C = 128
-// (256 bytes), 0.92x-0.97x at f32 C = 96 (384 bytes).
-inline constexpr int64_t kPixelMajorBytes = 512;
+// Pixels of at least this many bytes of lanes (two cache lines) are searched
+// one at a time, each tap's lanes read as one run, rather than a lane block
+// across all pixels: a block of a larger pixel reads every other cache line
+// of the input rows, and the next block comes back for the rest. Measured
+// with the disjoint-window forward from cold caches, 2 threads, alternating
+// processes (docs/benchmarks.md), against the earlier 512-byte threshold:
+// f32 C = 32 1.0x-1.17x, 48 1.35x-1.45x, 64 1.3x-1.7x, 96 1.25x-1.5x, k3 s3
+// C = 32 1.6x-1.75x; bf16 C = 64 1.0x-1.3x, 128 1.5x. At 64 bytes (f32
+// C = 16, bf16 C = 32) pixel by pixel measured 0.9x-1.0x: those keep blocks.
+inline constexpr int64_t kPixelMajorBytes = 128;
 
 // Tap numbers 0, 1, 2, ...: a window with all its taps real.
 struct Iota {
