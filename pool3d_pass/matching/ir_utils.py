@@ -45,12 +45,15 @@ def _cached_value(attr: ir.Attribute, read):
         return value
 
 
+def is_static_ranked(tensor: ir.Type) -> bool:
+    """Whether `tensor` (a value's type: the bindings return the concrete class) is a statically shaped ranked tensor."""
+    return isinstance(tensor, ir.RankedTensorType) and tensor.has_static_shape
+
+
 def static_ranked_shape(value: ir.Value) -> tuple[int, ...] | None:
     """The shape of a statically shaped ranked tensor value, else None."""
-    tensor = value.type  # the bindings return the concrete type class
-    if not isinstance(tensor, ir.RankedTensorType) or not tensor.has_static_shape:
-        return None
-    return tuple(tensor.shape)
+    tensor = value.type
+    return tuple(tensor.shape) if is_static_ranked(tensor) else None
 
 
 def defining_op(value: ir.Value) -> ir.OpView | None:

@@ -73,19 +73,18 @@ def _check_regions(op: ir.OpView) -> None:
 def _check_types(op: ir.OpView) -> tuple[ir.Type, tuple[int, ...], tuple[int, ...]]:
     """(element type, operand shape, source shape)."""
     operand, source, init = op.operands
-    types = [operand.type, source.type, op.results[0].type]  # the bindings return concrete type classes
+    types = [operand.type, source.type, op.results[0].type]
     for tensor in types:
-        if not isinstance(tensor, ir.RankedTensorType) or not tensor.has_static_shape:
+        if not u.is_static_ranked(tensor):
             raise NoMatch(f"dynamic or unranked shape {tensor}")
     element_type = types[0].element_type
     name = str(element_type)
     if name not in SUPPORTED_DTYPES:
         raise NoMatch(f"element type {name} is not one of {', '.join(SUPPORTED_DTYPES)}")
-    init_type = init.type
     if (
         types[1].element_type != element_type
         or types[2].element_type != element_type
-        or ir.ShapedType(init_type).element_type != element_type
+        or ir.ShapedType(init.type).element_type != element_type
     ):
         raise NoMatch("operand, source and init differ in element type")
     return element_type, tuple(types[0].shape), tuple(types[1].shape)
