@@ -131,6 +131,24 @@ __attribute__((noinline)) void ScatterRun(
   }
 }
 
+// The windows [0, n) of one NDHWC output row whose taps are all real, in
+// order: window j adds lane c of its grad_output at a[j * a_step + off[t] + c]
+// where its index t names a tap. Its own function, as ScatterRun is, and one
+// call a row rather than a window: with few channels (C = 3) the call and
+// loop set-up per window were more instructions than its adds.
+template <class T>
+__attribute__((noinline)) void ScatterInteriorRowCl(
+    float* __restrict a, int64_t a_step, const int16_t* __restrict it,
+    const typename T::M* __restrict gt, int64_t C, int64_t nc, int64_t n,
+    const int64_t* __restrict off, uint32_t ntaps) {
+  for (int64_t j = 0; j < n; ++j, a += a_step, it += C, gt += C) {
+    for (int64_t c = 0; c < nc; ++c) {
+      const uint32_t t = uint32_t(int32_t(it[c]));
+      if (t < ntaps) a[off[t] + c] += T::ToF32(gt[c]);
+    }
+  }
+}
+
 // Scatters K planes' windows into their accumulators acc[0..K) (zeroed), in
 // (od, oh, ow) order within each plane.
 template <class T, int K>
@@ -275,6 +293,8 @@ void FromIndicesNdhwc(const Geom& g, const typename T::M* go,
     // Tap offsets in the accumulator, for windows whose taps are all real.
     std::vector<int64_t> off(taps);
     for (int64_t t = 0; t < taps; ++t) off[t] = tab.off[t] * as;
+    int64_t ilo, ihi;
+    InteriorW(g, &ilo, &ihi);
     for (int64_t od = 0; od < g.Do; ++od) {
       const int64_t d0 = od * g.sD - g.pD;
       acc.StartTo(d0 + g.kD);
@@ -283,19 +303,22 @@ void FromIndicesNdhwc(const Geom& g, const typename T::M* go,
       for (int64_t oh = 0; oh < g.Ho; ++oh) {
         const int64_t h0 = oh * g.sH - g.pH;
         const bool dh_real = d_real && h0 >= 0 && h0 + g.kH <= g.H;
+        const int64_t row = ((d0 - acc.acc_d) * g.H + h0) * g.W;
+        const int64_t o_row = ((b * g.Do + od) * g.Ho + oh) * g.Wo * C + c0;
         for (int64_t ow = 0; ow < g.Wo; ++ow) {
-          const int64_t w0 = ow * g.sW - g.pW;
-          const int64_t o = (((b * g.Do + od) * g.Ho + oh) * g.Wo + ow) * C + c0;
-          const int64_t origin = ((d0 - acc.acc_d) * g.H + h0) * g.W + w0;
-          const int16_t* __restrict it = idx + o;
-          const M* __restrict gt = go + o;
-          if (dh_real && w0 >= 0 && w0 + g.kW <= g.W) {
-            ScatterRun<T, 1, true>({a + origin * as}, {it}, {gt}, off.data(),
-                                   1, 0, nc, [ntaps](uint32_t t) {
-                                     return t < ntaps;
-                                   });
+          if (dh_real && ow == ilo && ihi > ilo) {
+            const int64_t o = o_row + ilo * C;
+            ScatterInteriorRowCl<T>(a + (row + ilo * g.sW - g.pW) * as,
+                                    g.sW * as, idx + o, go + o, C, nc,
+                                    ihi - ilo, off.data(), ntaps);
+            ow = ihi - 1;
             continue;
           }
+          const int64_t w0 = ow * g.sW - g.pW;
+          const int64_t o = o_row + ow * C;
+          const int64_t origin = row + w0;
+          const int16_t* __restrict it = idx + o;
+          const M* __restrict gt = go + o;
           for (int64_t c = 0; c < nc; ++c) {
             const int64_t t = it[c];
             if (uint64_t(t) >= uint64_t(taps)) continue;
