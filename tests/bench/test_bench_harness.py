@@ -130,3 +130,24 @@ def test_stored_reference_run_renders():
             assert "Max-pool backward" in text, path
         if "forward" in result:
             assert "The forward alone" in text, path
+
+
+def _from_indices_target(ratios: dict) -> dict:
+    section = {"cases": [{"case": "c", "ratios_of_min": {"kernel_vs_xla_speedup": 1.0, "floor_fraction": 1.0,
+                                                          **ratios}}]}
+    (item,) = [t for t in tables.targets({"pool_backward": section}) if t["target"].startswith("from_indices")]
+    return item
+
+
+def test_from_indices_target_names_the_bound_that_puts_it_out_of_reach():
+    # A run that measured JAX's own call: the bound counts it.
+    item = _from_indices_target({"from_indices_vs_torch_speedup": 0.9, "torch_vs_from_indices_floor": 5.0,
+                                 "torch_vs_jax_call_and_from_indices_floor": 1.2})
+    assert not item["met"] and "JAX's call + floor) = 1.2x" in item["measured"]
+    # Within reach: no bound printed.
+    item = _from_indices_target({"from_indices_vs_torch_speedup": 0.9, "torch_vs_from_indices_floor": 5.0,
+                                 "torch_vs_jax_call_and_from_indices_floor": 3.0})
+    assert not item["met"] and "out of reach" not in item["measured"]
+    # An older run, without the call: the floor alone.
+    item = _from_indices_target({"from_indices_vs_torch_speedup": 1.6, "torch_vs_from_indices_floor": 1.4})
+    assert item["met"] and "torch / floor = 1.4x" in item["measured"]
