@@ -24,7 +24,10 @@ already on the device, results waited for:
 The floor of the forward's job is the fewest bytes it must move (read x; write
 y and the int16 indices) at the copy bandwidth measured at the start of the
 run. `torch with indices / floor` is about the largest `torch with indices /
-pool3d` any program could show here.
+pool3d` any program could show here, and `torch with indices / (JAX call +
+floor)` the largest a call from JAX could: jax_call, `jax.jit(jnp.negative)`
+of 4 elements timed like the rest, is what any call from JAX costs before
+its kernel does anything.
 
 Checks: y of pool3d and torch against XLA's (max abs diff; the contract makes
 pool3d's y bit-identical to reduce_window's), and whether pool3d's window
@@ -94,7 +97,7 @@ def run_case(case: cases.Case, forward_call, *, repeats: int | None = None,
     x = jax.block_until_ready(jnp.asarray(x_np))
     pool = cases.pool_fn(case)
     xla = jax.jit(pool).lower(x).compile()
-    variants = {"xla": blocking(xla, x)}
+    variants = {"xla": blocking(xla, x), "jax_call": blocking(jax.jit(jnp.negative), jnp.zeros(4, x.dtype))}
     y_ref = np.asarray(xla(x))
     checks = {}
     import pool3d_pass
@@ -153,6 +156,7 @@ def run_case(case: cases.Case, forward_call, *, repeats: int | None = None,
             out["torch_indices_vs_pool3d"] = ms["torch_indices"] / ms["pool3d"]
             if floor_ms:
                 out["torch_indices_vs_floor"] = ms["torch_indices"] / floor_ms
+                out["torch_indices_vs_jax_call_and_floor"] = ms["torch_indices"] / (ms["jax_call"] + floor_ms)
         return out
 
     return {

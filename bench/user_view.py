@@ -29,12 +29,17 @@ Variants, timed interleaved (timing.py):
               own code pays for a result that size, dispatch, allocation and
               first-touch page faults included. Not a bound on the kernels
               (on large NCDHW shapes they beat it), a yardstick.
+* jax_call    `jax.jit(jnp.negative)` of 4 elements: what any call from JAX
+              costs before its program does anything, timed like the rest
+              (after the settle step, so from cold caches).
 
 The floor of a job is the fewest bytes it must move (read x and g; write dx,
 and y for "forward + gradient") at the copy bandwidth measured in the same
 run: no implementation's time goes below it, so `torch ms / floor ms` is the
 largest `torch / pool3d_pass.jit` ratio any program could show on the
-machine.
+machine, and `XLA ms / (JAX call ms + floor ms)` (likewise torch's) the
+largest ratio any program called from JAX could show: where it is below a
+target, the target is out of reach through JAX.
 
 Every program is compiled before timing (compile excluded); inputs live on
 the device (host memory) before timing, so no transfer is timed; JAX results
@@ -101,6 +106,7 @@ def run_job(case: cases.Case, job: str, x, g, x_np, g_np, *, repeats: int,
 
     variants = {name: blocking(p, x, g) for name, p in programs.items()}
     variants["negate"] = blocking(jax.jit(jnp.negative), x)
+    variants["jax_call"] = blocking(jax.jit(jnp.negative), jnp.zeros(4, x.dtype))
     torch_run = None
     if torch is not None:
         tp = cases.TorchPool(case, torch)
@@ -129,8 +135,11 @@ def run_job(case: cases.Case, job: str, x, g, x_np, g_np, *, repeats: int,
         if "torch" in ms:
             out["torch_vs_pool3d"] = ms["torch"] / ms["pool3d"]
         out["xla_vs_negate"] = ms["xla"] / ms["negate"]
+        if floor_ms:
+            out["xla_vs_jax_call_and_floor"] = ms["xla"] / (ms["jax_call"] + floor_ms)
         if "torch" in ms and floor_ms:
             out["torch_vs_floor"] = ms["torch"] / floor_ms
+            out["torch_vs_jax_call_and_floor"] = ms["torch"] / (ms["jax_call"] + floor_ms)
         if "recompute" in ms:
             out["recompute_vs_pool3d"] = ms["recompute"] / ms["pool3d"]
             out["xla_vs_recompute"] = ms["xla"] / ms["recompute"]
