@@ -31,8 +31,8 @@ def _ffi_include_dir() -> str:
     except Exception as exc:  # pragma: no cover - build environment problem
         raise RuntimeError(
             "pool3d_pass needs jaxlib installed at build time (its include/ "
-            "folder holds the XLA FFI headers); install jaxlib>=0.9.0,<0.11 first "
-            "or build with build isolation"
+            "folder holds the XLA FFI headers); install a jaxlib in the range "
+            "pyproject.toml gives first, or build with build isolation"
         ) from exc
 
 
