@@ -54,7 +54,7 @@ import numpy as np
 import cases
 import rewritten
 from pool3d_pass.bindings import cpu as cpu_binding
-from timing import blocking, measure
+from timing import blocking, jax_call, measure
 
 try:
     import torch
@@ -90,7 +90,7 @@ def run_case(case: cases.Case, bandwidth_gb_s: float, *, repeats: int | None = N
         "rewritten": blocking(rew, x, g),
         "kernel": blocking(kern, g5, x5, y5),
         "negate": blocking(jax.jit(jnp.negative), x),
-        "jax_call": blocking(jax.jit(jnp.negative), jnp.zeros(4, x.dtype)),
+        "jax_call": jax_call(x.dtype),
     }
     layer = {}
     forward = _binding_call("max_pooling_3d_forward")

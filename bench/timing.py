@@ -34,7 +34,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["Stats", "measure", "measure_one", "blocking", "copy_bandwidth", "settle"]
+__all__ = ["Stats", "measure", "measure_one", "blocking", "jax_call", "copy_bandwidth", "settle"]
 
 
 class Stats(dict):
@@ -62,6 +62,14 @@ def blocking(fn: Callable, *args) -> Callable[[], object]:
         return jax.block_until_ready(fn(*args))
 
     return call
+
+
+def jax_call(dtype) -> Callable[[], object]:
+    """`jax.jit(jnp.negative)` of 4 elements: what any call from JAX costs before its program does anything."""
+    import jax
+    import jax.numpy as jnp
+
+    return blocking(jax.jit(jnp.negative), jnp.zeros(4, dtype))
 
 
 SETTLE_BYTES = 128 * 2**20

@@ -59,7 +59,7 @@ import numpy as np
 
 import cases
 import rewritten
-from timing import blocking, measure
+from timing import blocking, jax_call, measure
 
 try:
     import torch
@@ -106,7 +106,7 @@ def run_job(case: cases.Case, job: str, x, g, x_np, g_np, *, repeats: int,
 
     variants = {name: blocking(p, x, g) for name, p in programs.items()}
     variants["negate"] = blocking(jax.jit(jnp.negative), x)
-    variants["jax_call"] = blocking(jax.jit(jnp.negative), jnp.zeros(4, x.dtype))
+    variants["jax_call"] = jax_call(x.dtype)
     torch_run = None
     if torch is not None:
         tp = cases.TorchPool(case, torch)
