@@ -228,8 +228,7 @@ def pass_table(section: dict) -> list[str]:
     return lines
 
 
-def _with_ceiling(target: str, v: float, bar: float, ceiling: float | None,
-                  bound: str = "torch / floor") -> dict:
+def _with_ceiling(target: str, v: float, bar: float, ceiling: float | None, bound: str) -> dict:
     """A ratio target; where `ceiling` (the baseline over the least the job can take) is below the bar, it says
     so, naming the bound."""
     measured = f"{v:.3g}x"
@@ -290,9 +289,9 @@ def targets(result: dict) -> list[dict]:
     pool = result.get("pool_backward")
     if pool and pool["cases"]:
         for c in pool["cases"]:
-            v = c["ratios_of_min"].get("from_indices_vs_torch_speedup")
+            r = c["ratios_of_min"]
+            v = r.get("from_indices_vs_torch_speedup")
             if v is not None:
-                r = c["ratios_of_min"]
                 out.append(_with_ceiling(f"from_indices >= {KERNELS_VS_TORCH:g}x torch's indices backward, {c['case']}",
                                          v, KERNELS_VS_TORCH, *_torch_bound(r, "torch_vs_from_indices_floor",
                                                                             "torch_vs_jax_call_and_from_indices_floor")))
