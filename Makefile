@@ -141,7 +141,8 @@ clean:
 SANITIZE_DIR   ?= build/sanitize
 SANITIZE_TESTS ?= tests/kernels/test_cpu_kernel.py tests/kernels/test_cpu_kernel_layer.py tests/kernels/test_cpu_kernel_channels_last.py
 SANITIZE_FLAGS := -std=c++17 -O1 -g -fno-omit-frame-pointer -fPIC -shared -pthread \
-                  -fvisibility=hidden -fsanitize=address,undefined -fno-sanitize-recover=undefined
+                  -fvisibility=hidden -fsanitize=address,undefined -fno-sanitize-recover=undefined \
+                  -DPOOL3D_POISON_SCRATCH
 
 sanitize: $(STAMP)
 	mkdir -p $(SANITIZE_DIR)

@@ -44,8 +44,13 @@ class _BuildExt(build_ext):
             flags = ["/O2", "/std:c++17", "/EHsc"]
             link = []
         else:
+            # -fstrict-overflow -fno-wrapv undo the -fwrapv (Python 3.11) or
+            # -fno-strict-overflow (3.12+) in Python's own CFLAGS, which
+            # setuptools puts first (GCC needs the first for pointers, clang the
+            # second): with signed overflow defined, fewer loops are optimised
+            # (docs/benchmarks.md, "Build flags").
             flags = ["-O3", "-std=c++17", "-ftree-vectorize", "-fvisibility=hidden",
-                     "-fno-math-errno", "-pthread", "-Wall"]
+                     "-fno-math-errno", "-fstrict-overflow", "-fno-wrapv", "-pthread", "-Wall"]
             link = ["-pthread"]
         for ext in self.extensions:
             ext.extra_compile_args = flags + list(ext.extra_compile_args or [])

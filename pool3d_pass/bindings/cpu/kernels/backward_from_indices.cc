@@ -26,6 +26,7 @@
 
 #include "common/element_types.h"
 #include "common/geometry.h"
+#include "common/scratch_buffer.h"
 #include "common/separable_ndhwc.h"
 #include "common/threading.h"
 #include "kernels.h"
@@ -74,7 +75,7 @@ struct TapTable {
 };
 
 struct PlaneScratch {
-  std::vector<float> acc;
+  ScratchBuffer<float> acc;
 };
 
 // Windows that do not overlap: one work item is one (plane, od), writing the
@@ -247,7 +248,7 @@ void FromIndicesNcdhw(const Geom& g, const typename T::M* go,
                                                 PlaneScratch& s) {
     const int64_t p0 = item * per_item,
                   n = std::min(per_item, planes - p0);
-    if constexpr (!kF32) s.acc.resize(n * DHW);
+    float* const planes_acc = kF32 ? nullptr : s.acc.Reserve(n * DHW);
     float* acc[K];
     const M* gp[K];
     const int16_t* ip[K];
@@ -255,7 +256,7 @@ void FromIndicesNcdhw(const Geom& g, const typename T::M* go,
       if constexpr (kF32) {
         acc[i] = reinterpret_cast<float*>(dx + (p0 + i) * DHW);
       } else {
-        acc[i] = s.acc.data() + i * DHW;
+        acc[i] = planes_acc + i * DHW;
       }
       std::fill(acc[i], acc[i] + DHW, 0.0f);
       gp[i] = go + (p0 + i) * ODHW;
@@ -269,7 +270,7 @@ void FromIndicesNcdhw(const Geom& g, const typename T::M* go,
     }
     if constexpr (!kF32) {
       M* dp = dx + p0 * DHW;
-      for (int64_t i = 0; i < n * DHW; ++i) dp[i] = T::FromF32(s.acc[i]);
+      for (int64_t i = 0; i < n * DHW; ++i) dp[i] = T::FromF32(planes_acc[i]);
     }
   });
 }

@@ -90,8 +90,7 @@ class NdhwcAccumulator {
       acc_ = reinterpret_cast<float*>(db);
       astride = g.C;
     } else {
-      s.acc.resize(R_ * HW_ * nc);
-      acc_ = s.acc.data();
+      acc_ = s.acc.Reserve(R_ * HW_ * nc);  // each slice zeroed by StartTo
       astride = nc;
     }
   }

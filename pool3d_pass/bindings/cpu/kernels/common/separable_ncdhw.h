@@ -22,11 +22,12 @@
 #include "element_types.h"
 #include "first_max.h"
 #include "geometry.h"
+#include "scratch_buffer.h"
 
 namespace pool3d {
 
 struct SepScratch {
-  std::vector<float> acc;
+  ScratchBuffer<float> acc;
   std::vector<int32_t> keyrow, phases, rk, ri, hk, hi, dk, di;
   std::vector<int32_t> pos, sel;
 };
@@ -39,8 +40,7 @@ inline float* ZeroedPlaneAccumulator(SepScratch& s, M* dp, int64_t DHW) {
   if constexpr (kF32) {
     acc = reinterpret_cast<float*>(dp);
   } else {
-    s.acc.resize(DHW);
-    acc = s.acc.data();
+    acc = s.acc.Reserve(DHW);
   }
   std::fill(acc, acc + DHW, 0.0f);
   return acc;

@@ -31,11 +31,12 @@
 #include "element_types.h"
 #include "first_max.h"
 #include "geometry.h"
+#include "scratch_buffer.h"
 
 namespace pool3d {
 
 struct ClScratch {
-  std::vector<float> acc;       // f32 accumulator of the half types
+  ScratchBuffer<float> acc;     // f32 accumulator of the half types
   std::vector<int32_t> pk, pt;  // one row's D maxima, in stride phases
   std::vector<int32_t> rk, rt;  // ring of kH rows reduced over (td, tw)
   std::vector<int32_t> wk, wt;  // one output row reduced over everything
