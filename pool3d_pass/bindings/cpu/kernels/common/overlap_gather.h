@@ -1,7 +1,8 @@
 // The gather formulation of backward_from_indices where windows overlap,
-// channels-last bf16 in vectors of 16 channels, with AVX2: each input
-// pixel reads every window that covers it, in ascending (od, oh, ow) order
-// (the order the scatter adds in, so the sums are the same bits), and adds
+// channels-last bf16 in vectors of 16 channels (and one of 8), with AVX2:
+// each input pixel reads every window that covers it, in ascending
+// (od, oh, ow) order (the order the scatter adds in, so the sums are the same
+// bits), and adds
 // that window's grad_output, lane by lane, where the window's index names
 // the pixel's own tap. Up to 64 lanes are summed in f32 registers across all
 // covering windows and rounded once into dx: no zeroing pass, no
@@ -113,18 +114,31 @@ __attribute__((target("avx2"))) inline void StoreRoundedBf16(__m256 lo,
                       _mm256_packus_epi32(l, h));
 }
 
-// Lanes [c0, c0 + 16 * NV) of pixel w (out: the pixel's first lane).
-template <int NV>
+// 8 f32 sums in lane order rounded to bf16 and stored (kAnyNan as above).
+template <bool kAnyNan>
+__attribute__((target("avx2"))) inline void StoreRoundedBf16x8(__m256 v,
+                                                               uint16_t* out) {
+  const __m256i r = kAnyNan ? RoundToBf16Bits(v) : RoundNumberToBf16Bits(v);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out),
+                   _mm_packus_epi32(_mm256_castsi256_si128(r),
+                                    _mm256_extracti128_si256(r, 1)));
+}
+
+// Lanes [c0, c0 + 16 * NV) of pixel w (out: the pixel's first lane), and,
+// with kHalf, lanes [c8, c8 + 8) in the same walk over the covering windows.
+template <int NV, bool kHalf>
 __attribute__((target("avx2"))) inline void SumPixelBlock(
     const CoverRows& cr, const int16_t* idx, const uint16_t* go, int64_t w,
-    int64_t c0, uint16_t* out) {
-  __m256 lo[NV], hi[NV];
+    int64_t c0, int64_t c8, uint16_t* out) {
+  __m256 lo[NV > 0 ? NV : 1], hi[NV > 0 ? NV : 1];
   for (int v = 0; v < NV; ++v) lo[v] = hi[v] = _mm256_setzero_ps();
+  __m256 half = _mm256_setzero_ps();
   const __m256i zero = _mm256_setzero_si256();
   const int32_t i0 = cr.cw.start[w], i1 = cr.cw.start[w + 1];
   for (int64_t p = 0; p < cr.nrows; ++p) {
     for (int32_t i = i0; i < i1; ++i) {
-      const int64_t base = cr.row_off[p] + cr.cw.scaled[i] + c0;
+      const int64_t pixel = cr.row_off[p] + cr.cw.scaled[i];
+      const int64_t base = pixel + c0;
       const __m256i tap =
           _mm256_set1_epi16(int16_t(cr.row_tap[p] + cr.cw.t[i]));
       const __m256i* id = reinterpret_cast<const __m256i*>(idx + base);
@@ -137,21 +151,52 @@ __attribute__((target("avx2"))) inline void SumPixelBlock(
         hi[v] = _mm256_add_ps(
             hi[v], _mm256_castsi256_ps(_mm256_unpackhi_epi16(zero, x)));
       }
+      if constexpr (kHalf) {
+        const __m128i m = _mm_cmpeq_epi16(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(idx + pixel + c8)),
+            _mm256_castsi256_si128(tap));
+        const __m128i x = _mm_and_si128(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(go + pixel + c8)),
+            m);
+        half = _mm256_add_ps(
+            half, _mm256_castsi256_ps(
+                      _mm256_slli_epi32(_mm256_cvtepu16_epi32(x), 16)));
+      }
     }
   }
   // A NaN sum needs RoundToBf16Bits's quieting; it is rare (a NaN or
   // infinite gradient), so one unordered test per pixel block picks the
   // shorter rounding for the rest.
-  __m256 unordered = _mm256_cmp_ps(lo[0], hi[0], _CMP_UNORD_Q);
-  for (int v = 1; v < NV; ++v)
+  __m256 unordered = _mm256_cmp_ps(half, half, _CMP_UNORD_Q);
+  for (int v = 0; v < NV; ++v)
     unordered = _mm256_or_ps(unordered,
                              _mm256_cmp_ps(lo[v], hi[v], _CMP_UNORD_Q));
   if (_mm256_testz_ps(unordered, unordered)) {
     for (int v = 0; v < NV; ++v)
       StoreRoundedBf16<false>(lo[v], hi[v], out + c0 + 16 * v);
+    if constexpr (kHalf) StoreRoundedBf16x8<false>(half, out + c8);
   } else {
     for (int v = 0; v < NV; ++v)
       StoreRoundedBf16<true>(lo[v], hi[v], out + c0 + 16 * v);
+    if constexpr (kHalf) StoreRoundedBf16x8<true>(half, out + c8);
+  }
+}
+
+// Lanes [c0, C) of a pixel, 16 * NV + r of them, r < 16: NV whole vectors,
+// then the last r lanes as one 8-lane vector ending at lane C (r <= 8) or a
+// 16-lane one (r > 8), its first lanes summed again to the same bits.
+template <int NV>
+__attribute__((target("avx2"))) inline void SumPixelTail(
+    const CoverRows& cr, const int16_t* idx, const uint16_t* go, int64_t w,
+    int64_t c0, uint16_t* out) {
+  const int64_t r = cr.C - c0 - 16 * NV;
+  if (r == 0) {
+    if constexpr (NV > 0) SumPixelBlock<NV, false>(cr, idx, go, w, c0, 0, out);
+  } else if (r <= 8) {
+    SumPixelBlock<NV, true>(cr, idx, go, w, c0, cr.C - 8, out);
+  } else {
+    if constexpr (NV > 0) SumPixelBlock<NV, false>(cr, idx, go, w, c0, 0, out);
+    SumPixelBlock<1, false>(cr, idx, go, w, cr.C - 16, 0, out);
   }
 }
 
@@ -162,16 +207,14 @@ __attribute__((target("avx2"))) inline void GatherOverlapRowBf16(
     uint16_t* out) {
   for (int64_t w = 0; w < W; ++w, out += cr.C) {
     int64_t c0 = 0;
-    for (; c0 + 64 <= cr.C; c0 += 64) SumPixelBlock<4>(cr, idx, go, w, c0, out);
+    for (; c0 + 64 <= cr.C; c0 += 64)
+      SumPixelBlock<4, false>(cr, idx, go, w, c0, 0, out);
     switch ((cr.C - c0) / 16) {
-      case 3: SumPixelBlock<3>(cr, idx, go, w, c0, out); break;
-      case 2: SumPixelBlock<2>(cr, idx, go, w, c0, out); break;
-      case 1: SumPixelBlock<1>(cr, idx, go, w, c0, out); break;
-      default: break;
+      case 3: SumPixelTail<3>(cr, idx, go, w, c0, out); break;
+      case 2: SumPixelTail<2>(cr, idx, go, w, c0, out); break;
+      case 1: SumPixelTail<1>(cr, idx, go, w, c0, out); break;
+      default: SumPixelTail<0>(cr, idx, go, w, c0, out); break;
     }
-    // The last C % 16 lanes: one more vector ending at lane C, its first
-    // lanes summed again to the same bits.
-    if (cr.C % 16 != 0) SumPixelBlock<1>(cr, idx, go, w, cr.C - 16, out);
   }
 }
 
