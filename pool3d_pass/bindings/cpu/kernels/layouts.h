@@ -87,13 +87,14 @@ void FromIndicesNdhwcOverlapGatherBf16(const Geom& g, const uint16_t* go,
 // Channels-last bf16 windows that overlap: whether the gather beats the
 // scatter with its f32 accumulator, zeroing pass and rounding pass. Measured
 // from cold caches (docs/benchmarks.md): 1.1x-1.7x faster with 32 to 256
-// channels in whole vectors of 16; with a last vector overlapping the one
-// before, 1.26x at C = 100, 1.0x-1.1x at C = 40; at C = 24, one vector of 16
-// and one of 8, 18.5% fewer instructions and 1.02x-1.13x (C = 25-31 would
-// take two vectors of 16: no gain; 17-23 not measured); slower with 16 (0.8x
-// at k3 s2). Only where the CPU has AVX2. f32 keeps the scatter (it
-// accumulates in dx itself, with no rounding pass: the gather measured
-// 0.8x-0.9x), and f16 too (no conversion instructions assumed).
+// channels in whole vectors of 16; with the last lanes a second walk of an
+// overlapping vector of 16 (all remainders then; 9-15 now), 1.26x at C = 100,
+// 1.0x-1.1x at C = 40; at C = 24, one vector of 16 and one of 8 in one walk,
+// 18.5% fewer instructions and 1.02x-1.13x (C = 25-31 take the second walk:
+// no gain; 17-23 not measured); slower with 16 (0.8x at k3 s2). Only where
+// the CPU has AVX2. f32 keeps the scatter (it accumulates in dx itself, with
+// no rounding pass: the gather measured 0.8x-0.9x), and f16 too (no
+// conversion instructions assumed).
 inline bool OverlapGatherPays(const Geom& g) {
   static const bool avx2 = __builtin_cpu_supports("avx2");
   return avx2 && g.overlap && (g.C >= 32 || g.C == 24);

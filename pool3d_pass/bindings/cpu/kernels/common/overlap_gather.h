@@ -1,11 +1,10 @@
 // The gather formulation of backward_from_indices where windows overlap,
 // channels-last bf16 in vectors of 16 channels (and one of 8), with AVX2:
-// each input pixel reads every window that covers it, in ascending
-// (od, oh, ow) order (the order the scatter adds in, so the sums are the same
-// bits), and adds
-// that window's grad_output, lane by lane, where the window's index names
-// the pixel's own tap. Up to 64 lanes are summed in f32 registers across all
-// covering windows and rounded once into dx: no zeroing pass, no
+// each input pixel reads every window that covers it, in ascending (od, oh,
+// ow) order (the order the scatter adds in, so the sums are the same bits),
+// and adds that window's grad_output, lane by lane, where the window's index
+// names the pixel's own tap. Up to 64 lanes are summed in f32 registers
+// across all covering windows and rounded once into dx: no zeroing pass, no
 // accumulator plane, no rounding pass.
 //
 // A non-matching window adds +0.0, which leaves an f32 sum that started at
