@@ -49,7 +49,7 @@ PASS_TESTS := tests/pass_/test_mlir_api.py tests/pass_/test_pass.py tests/pass_/
 # Installing pool3d_pass must keep the environment's JAX: $(1) the venv's python, $(2) the version.
 check_jax_kept = $(1) -c "import jax, jaxlib; assert jax.__version__ == jaxlib.__version__ == '$(2)', ('installing pool3d_pass changed JAX', jax.__version__, jaxlib.__version__)"
 
-.PHONY: install install-jax09 install-bench test test-jax09 pytest lit demo bench bench-quick fixtures clean
+.PHONY: install install-jax09 install-bench test test-main test-jax09 pytest lit demo bench bench-quick fixtures clean
 
 install: $(STAMP)
 
@@ -100,16 +100,27 @@ $(STAMP_BENCH): pyproject.toml setup.py $(KERNEL_SOURCES)
 	$(call check_jax_kept,$(PY_BENCH),$(JAX_BENCH))
 	touch $@
 
-test: pytest lit test-jax09
+# The two environments' halves run side by side (their installs too), and each pytest
+# spreads its tests over TEST_WORKERS processes (pytest-xdist): most of the suite is
+# single-threaded XLA compiles, so on CI's 2 cores this halves the wall time. Each
+# half's output is printed whole when it ends (--output-sync). TEST_WORKERS=0 runs
+# each pytest in one process.
+TEST_WORKERS ?= 2
+XDIST = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist worksteal)
+
+test:
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-main test-jax09
+
+test-main: pytest lit
 
 # bin/pytest, not `python -m pytest`: the latter puts the work tree (whose
 # pool3d_pass holds $(VENV)'s kernel build) first on sys.path.
 test-jax09: $(STAMP09)
-	PATH="$(abspath $(VENV09))/bin:$$PATH" $(VENV09)/bin/pytest -q $(PASS_TESTS)
+	PATH="$(abspath $(VENV09))/bin:$$PATH" $(VENV09)/bin/pytest -q $(XDIST) $(PASS_TESTS)
 	PATH="$(abspath $(VENV09))/bin:$$PATH" $(VENV09)/bin/lit -s lit_tests
 
 pytest: $(STAMP)
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q $(XDIST) tests
 
 lit: $(STAMP)
 	$(VENV)/bin/lit -sv lit_tests
