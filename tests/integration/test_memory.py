@@ -17,7 +17,7 @@ import sys
 from corpus import SUPPORT  # noqa: E402
 
 CASES = SUPPORT / "memory_cases.py"
-SHAPES = 200
+SHAPES = 100
 ALLOWED_GROWTH = 1.25  # x plain jax.jit's growth
 SLACK_MB = 32  # allocator noise on what clear_caches leaves behind
 
