@@ -8,7 +8,9 @@
 * the Flax C3D section (quick shapes) rewrites the pools of its train step,
   leaves its inference step's to XLA (the cpu speed rule), and gets XLA's
   results;
-* a stored reference run still renders (`bench/run.py --table-from`).
+* a stored reference run still renders (`bench/run.py --table-from`);
+* `kernel_ab.summarize` takes each library's best over its processes, its
+  spread, and flags results that differ between libraries.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ sys.path.insert(0, str(BENCH))
 
 import cases  # noqa: E402
 import forward  # noqa: E402
+import kernel_ab  # noqa: E402
 import rewritten  # noqa: E402
 import tables  # noqa: E402
 
@@ -151,3 +154,26 @@ def test_from_indices_target_names_the_bound_that_puts_it_out_of_reach():
     # An older run, without the call: the floor alone.
     item = _from_indices_target({"from_indices_vs_torch_speedup": 1.6, "torch_vs_from_indices_floor": 1.4})
     assert item["met"] and "torch / floor = 1.4x" in item["measured"]
+
+
+def _ab_child(ms: dict, digest: str = "d") -> dict:
+    return {case: {"ms": dict.fromkeys(kernel_ab.CALLS, t), "digest": digest} for case, t in ms.items()}
+
+
+def test_kernel_ab_summary_takes_best_and_spread_per_library():
+    runs = {"A": [_ab_child({"c": 2.0}), _ab_child({"c": 3.0})],
+            "B": [_ab_child({"c": 1.0}), _ab_child({"c": 1.5})]}
+    summary = kernel_ab.summarize(runs)
+    assert summary["results_differ"] == []
+    rows = [r for r in summary["rows"] if r["call"] == "from_indices"]
+    assert rows == [{"case": "c", "call": "from_indices", "best_ms": {"A": 2.0, "B": 1.0},
+                     "spread": {"A": 1.5, "B": 1.5}}]
+    text = kernel_ab.table(summary)
+    assert "| c | from_indices | 2 | 1 | 2.00x | 1.50x | 1.50x |" in text
+    assert "median 1.50x, largest 1.50x (8 figures)" in text
+
+
+def test_kernel_ab_flags_results_that_differ():
+    runs = {"A": [_ab_child({"c": 1.0, "d": 1.0})],
+            "B": [_ab_child({"c": 1.0}, digest="other") | _ab_child({"d": 1.0})]}
+    assert kernel_ab.summarize(runs)["results_differ"] == ["c"]
