@@ -182,28 +182,37 @@ def overlapping(k, s):
 
 
 @functools.lru_cache(maxsize=None)
-def _calls(k, s, p, data_format, output_format, input_shape):
+def _from_indices_call(k, s, p, data_format, output_format, input_shape):
     a = dict(kernel_size=k, stride=s, padding=p, data_format=data_format, output_format=output_format)
-    return (
-        jax.jit(lambda x: cpu.max_pooling_3d_forward(x, **a)),
-        jax.jit(lambda g, i: cpu.max_pooling_3d_backward_from_indices(g, i, input_shape=input_shape, **a)),
-        jax.jit(lambda g, x: cpu.max_pooling_3d_backward_from_input(g, x, **a)),
-        jax.jit(lambda g, x, y: cpu.max_pooling_3d_backward(g, x, y, **a)),
-    )
+    return jax.jit(lambda g, i: cpu.max_pooling_3d_backward_from_indices(g, i, input_shape=input_shape, **a))
+
+
+@functools.lru_cache(maxsize=None)
+def _layer_program(k, s, p, data_format, output_format, input_shape):
+    """The four calls in one program, (x, g) -> (y, idx, from_indices, from_input, backward):
+    one XLA compile per configuration instead of four (the suite's time is mostly compiles).
+    Custom calls are opaque to XLA, so each computes what it computes alone."""
+    a = dict(kernel_size=k, stride=s, padding=p, data_format=data_format, output_format=output_format)
+
+    def program(x, g):
+        y, idx = cpu.max_pooling_3d_forward(x, **a)
+        return (y, idx, cpu.max_pooling_3d_backward_from_indices(g, idx, input_shape=input_shape, **a),
+                cpu.max_pooling_3d_backward_from_input(g, x, **a), cpu.max_pooling_3d_backward(g, x, y, **a))
+
+    return jax.jit(program), lambda x: jax.eval_shape(lambda v: cpu.max_pooling_3d_forward(v, **a), x)[0]
 
 
 def run_all(x, g_seed, k, s, p, data_format, output_format=None):
     """All four calls on x (in data_format); returns y, idx, g, dx (from_indices),
     after checking from_input and backward(y) equal dx bit for bit."""
     output_format = output_format or data_format
-    fwd, from_idx, from_x, bwd = _calls(tuple(k), tuple(s), tuple(p), data_format, output_format, tuple(x.shape))
-    y, idx = fwd(x)
+    program, y_type = _layer_program(tuple(k), tuple(s), tuple(p), data_format, output_format, tuple(x.shape))
+    g = cast(np.random.RandomState(g_seed).randn(*y_type(x).shape).astype(np.float32), x.dtype)
+    y, idx, dx, dx_from_x, dx_backward = program(x, g)
     assert idx.dtype == np.int16 and y.dtype == x.dtype and idx.shape == y.shape
-    g = cast(np.random.RandomState(g_seed).randn(*y.shape).astype(np.float32), x.dtype)
-    dx = from_idx(g, idx)
     assert dx.shape == x.shape and dx.dtype == x.dtype
-    np.testing.assert_array_equal(bits(from_x(g, x)), bits(dx), err_msg="from_input != from_indices")
-    np.testing.assert_array_equal(bits(bwd(g, x, y)), bits(dx), err_msg="backward(forward output) != from_indices")
+    np.testing.assert_array_equal(bits(dx_from_x), bits(dx), err_msg="from_input != from_indices")
+    np.testing.assert_array_equal(bits(dx_backward), bits(dx), err_msg="backward(forward output) != from_indices")
     return np.asarray(y), np.asarray(idx), g, np.asarray(dx)
 
 
@@ -285,7 +294,7 @@ def test_output_format_may_differ_from_data_format(data_format, output_format, d
             y2, idx2, g2, dx2 = run_all(x, 2, k, s, p, data_format, output_format)
             np.testing.assert_array_equal(bits(y2), bits(np.transpose(y, perm)))
             np.testing.assert_array_equal(idx2, np.transpose(idx, perm))
-            back = _calls(tuple(k), tuple(s), tuple(p), data_format, output_format, tuple(x.shape))[1]
+            back = _from_indices_call(tuple(k), tuple(s), tuple(p), data_format, output_format, tuple(x.shape))
             np.testing.assert_array_equal(bits(back(np.transpose(g, perm), idx2)), bits(dx))
 
 
@@ -346,7 +355,7 @@ def test_invalid_indices_select_nothing(layout, shape, k, s, p):
     bad[rs.rand(*idx.shape) < 0.15] = np.iinfo(np.int16).max
     for dtype in ("f32", "bf16"):
         gd = cast(g.astype(np.float32), DTYPES[dtype])
-        back = _calls(k, s, p, layout, layout, x.shape)[1]
+        back = _from_indices_call(k, s, p, layout, layout, x.shape)
         out = np.asarray(back(gd, bad))
         exact = spec_backward_from_indices(from_layout(gd, layout), from_layout(bad, layout), shape, k, s, p)
         np.testing.assert_allclose(from_layout(out, layout).astype(np.float64), exact, rtol=HALF_ULP[dtype] * 2)
