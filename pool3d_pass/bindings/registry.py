@@ -58,9 +58,10 @@ class Binding:
     # "module:function" registering the kernels with XLA, run by `import pool3d_pass`
     # (so deserialized and persistently cached executables find them); must not import jax.
     register_kernels: str | None = None
-    # An opt-in binding (not yet measured faster than the platform's compiler): under
-    # strategy "auto" nothing is rewritten for it, each candidate gets this as its remark.
-    auto_refusal: str | None = None
+    # A binding that is not faster than the platform's compiler everywhere: under strategy
+    # "auto", (signature, kernel-view input shape) -> why that call is left to the compiler
+    # (the remark), or None to use the binding. An explicit strategy ignores it.
+    auto_refusal: Callable[[CallSignature, tuple[int, ...]], str | None] | None = None
 
     def implements(self, call: str, *, partitioned: bool = False) -> bool:
         return call in (self.partitioned_functions if partitioned else self.functions)

@@ -64,8 +64,13 @@ class StrategyChooser:
         self.options = options
         self.binding = binding
         self.strategy = resolve_strategy(options, binding)
-        # An opt-in binding (Binding.auto_refusal: the gpu one) rewrites nothing under auto.
-        self.auto_refusal = binding.auto_refusal if binding is not None and options.strategy == AUTO else None
+        # Under auto, a binding's own rule of where it pays (Binding.auto_refusal: the gpu one).
+        self.auto_rule = binding.auto_refusal if binding is not None and options.strategy == AUTO else None
+
+    def auto_reason(self, signature: CallSignature, input_shape: tuple[int, ...]) -> str | None:
+        """Why `auto` leaves this call to the platform's compiler (None: use the binding)."""
+        reason = None if self.auto_rule is None else self.auto_rule(signature, input_shape)
+        return None if reason is None else f"{self.options.target} binding: {reason}"
 
     def refusal(self, call: str, match: PoolGradient) -> str | None:
         """Why `call` cannot be emitted for `match` (None: it can; neutral output takes every call)."""
@@ -78,8 +83,12 @@ class StrategyChooser:
 
     def plan(self, match: PoolGradient, *, has_forward: bool) -> Plan:
         """The replacement of `match`, or NoMatch naming why nothing can replace it."""
-        if self.auto_refusal is not None:
-            raise NoMatch(f"{self.options.target} binding: {self.auto_refusal}")
+        if self.auto_rule is not None:
+            g, dtype = match.geometry, str(match.element_type)
+            gradient = CallSignature(dtype, dtype, dtype, g.kernel_size, g.stride, g.padding, g.data_format,
+                                     g.data_format, BACKWARD_FROM_INDICES)
+            if (reason := self.auto_reason(gradient, g.input_shape)) is not None:
+                raise NoMatch(reason)
         note = None
         if self.strategy == INDICES:
             refusals = {call: self.refusal(call, match) for call in (FORWARD, BACKWARD_FROM_INDICES, BACKWARD_FROM_INPUT)}
