@@ -150,6 +150,21 @@ def test_an_empty_batch_returns_the_empty_result_without_a_launch(standin):
     assert "AwsNeuronCustomNativeKernel" not in text and "tensor<0x3x4x4x4xf32>" in text
 
 
+def test_input_after_the_last_window_is_trimmed_before_the_kernel(standin):
+    # D = 7 with k2 s2: the last window ends at 6; the kernel gets the covered 6 and the
+    # result is zero-padded back (the kernel would read past its tile there).
+    function = registry.binding_for("neuron").function()
+    args = [jax.ShapeDtypeStruct(shape, jnp.float32) for shape in ((2, 3, 3, 4, 4), (2, 3, 7, 8, 8), (2, 3, 3, 4, 4))]
+
+    def backward(g, x, y):
+        return function(g, x, y, kernel_size=(2, 2, 2), stride=(2, 2, 2), padding=(0, 0, 0), data_format="NCDHW")
+
+    text = jax.jit(backward).trace(*args).lower(lowering_platforms=("neuron",)).as_text()
+    (launch,) = launches_in(text, standin)
+    assert launch["shapes"]["input_tensor"] == [2, 3, 6, 8, 8]
+    assert "stablehlo.pad" in text and "-> tensor<2x3x7x8x8xf32>" in text
+
+
 def test_the_kernel_is_never_wrapped_in_nki_jit_again(standin):
     kernel = importlib.import_module(neuron.KERNEL_MODULE).max_pooling_3d_backward
     with pytest.raises(TypeError, match="already an nki.jit kernel"):

@@ -134,6 +134,19 @@ def smallest_tile(kernel_size, stride, element_type: str) -> tuple[int, int, int
     return total, n_in, n_out
 
 
+def covered_extent(size: int, kernel: int, stride: int, padding: int) -> int:
+    """How much of an input axis of `size` the windows reach (the rest gets no gradient).
+
+    The kernel sizes each tile's accumulator by the input its windows cover but
+    stores the tile's whole box, so input cells after the last window would be
+    read past its end: the binding hands the kernel only the covered part and
+    pads the result with zeros. Cells after the last window exist only where
+    padding < stride, and then the covered part has the same output extent.
+    """
+    outputs = (size + 2 * padding - kernel) // stride + 1
+    return min(size, (outputs - 1) * stride - padding + kernel)
+
+
 def unsupported(signature) -> str | None:
     """The NKI kernel's preconditions beyond the contract's (None: supported).
 
@@ -144,6 +157,13 @@ def unsupported(signature) -> str | None:
     """
     if signature.input_type not in SUPPORTED_DTYPES:
         return f"NKI kernel does not take {signature.input_type}"
+    if any(s > k for k, s in zip(signature.kernel_size, signature.stride)):
+        # Between windows lie cells no window covers; where the kernel cuts such an axis
+        # into tiles (a volume larger than SBUF), a tile of them reads past its accumulator.
+        return (
+            f"NKI kernel: stride {list(signature.stride)} larger than kernel_size {list(signature.kernel_size)} "
+            "leaves input between windows that the kernel's tiles cannot hold"
+        )
     total, n_in, n_out = smallest_tile(signature.kernel_size, signature.stride, signature.input_type)
     if max(n_in, n_out) > ACCESS_PATTERN_MAX:
         return (
@@ -179,13 +199,25 @@ def max_pooling_3d_backward(
         import jax.numpy as jnp
 
         return jnp.zeros(input.shape, input.dtype)
-    return kernel[lnc](
+    kernel_size, stride, padding = (tuple(int(v) for v in t) for t in (kernel_size, stride, padding))
+    spatial_axes = (2, 3, 4) if data_format == "NCDHW" else (1, 2, 3)
+    covered = [covered_extent(input.shape[a], k, s, p) for a, k, s, p in zip(spatial_axes, kernel_size, stride, padding)]
+    limit = list(input.shape)
+    for axis, extent in zip(spatial_axes, covered):
+        limit[axis] = extent
+    trimmed = input if tuple(limit) == tuple(input.shape) else input[tuple(slice(0, n) for n in limit)]
+    grad_input = kernel[lnc](
         grad_output=grad_output,
-        input_tensor=input,
+        input_tensor=trimmed,
         output_tensor=output,
-        kernel_size=tuple(int(v) for v in kernel_size),
-        stride=tuple(int(v) for v in stride),
-        padding=tuple(int(v) for v in padding),
+        kernel_size=kernel_size,
+        stride=stride,
+        padding=padding,
         data_format=data_format,
         output_format=output_format or data_format,
     )
+    if trimmed is input:
+        return grad_input
+    import jax.numpy as jnp
+
+    return jnp.pad(grad_input, [(0, full - n) for full, n in zip(input.shape, limit)])

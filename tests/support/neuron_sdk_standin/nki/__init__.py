@@ -63,6 +63,7 @@ class Kernel:
             "positional": list(bound.arguments)[: len(args)],
             "keywords": sorted(kwargs),
             "tensors": tensors,
+            "shapes": {name: list(bound.arguments[name].shape) for name in tensors},
             "attributes": {name: _jsonable(bound.arguments[name]) for name in bound.arguments if name not in tensors},
         }
         config["artifact"] = _write_artifact(config)
