@@ -218,6 +218,13 @@ def test_pool3d_opt_turns_every_bench_and_fixture_gradient_into_one_nki_call_wit
     assert stderr.count("\n") == 1 and "NCC_EVRF059" in stderr and "only on this host" in stderr
 
 
+def test_pool3d_opt_adds_no_remark_where_no_nki_call_was_made(standin, tmp_path, capsys):
+    source = tmp_path / "plain.mlir"
+    source.write_text("func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {\n  return %x : tensor<4xf32>\n}\n")
+    assert main([str(source), "--target=neuron", "-o", str(tmp_path / "out.mlir")]) == 0
+    assert capsys.readouterr().err == ""
+
+
 def test_pool3d_opt_with_the_registry_placeholder_fails_with_one_line(tmp_path):
     output = tmp_path / "out.mlir"
     environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PLACEHOLDER), str(ROOT)])}
