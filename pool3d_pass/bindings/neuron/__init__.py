@@ -1,7 +1,7 @@
 """Neuron binding: nkilib's NKI kernel `max_pooling_3d_backward` (Neuron SDK 2.33+, Trn2/Trn3).
 
-The kernel is already decorated with `@nki.jit`; it is called as it is, never
-wrapped again (the NKI migration guide makes that an error), as
+The kernel is already an `@nki.jit` kernel object; it is called as it is, as
+nkilib's own examples do, never wrapped in `nki.jit` again, as
 `kernel[lnc](grad_output=..., input_tensor=..., output_tensor=..., kernel_size=...,
 stride=..., padding=..., data_format=..., output_format=...)`: every argument by
 the kernel's own parameter name, launched on `lnc` logical NeuronCores, which
@@ -39,6 +39,7 @@ __all__ = [
     "NKI_CALL_TARGET",
     "MIN_SDK",
     "artifact_remark",
+    "covered_extent",
     "NeuronPackagesMissing",
     "NeuronSdkUnavailable",
     "logical_nc_config",
