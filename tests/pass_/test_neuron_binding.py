@@ -168,7 +168,7 @@ def test_input_after_the_last_window_is_trimmed_before_the_kernel(standin):
 def test_the_kernel_is_never_wrapped_in_nki_jit_again(standin):
     kernel = importlib.import_module(neuron.KERNEL_MODULE).max_pooling_3d_backward
     with pytest.raises(TypeError, match="already an nki.jit kernel"):
-        standin.jit(kernel)  # what the binding once did; the stand-in refuses it as NKI does
+        standin.jit(kernel)  # what the binding once did
     assert neuron.sdk.load_kernel() is kernel  # the binding takes the decorated kernel as it is
 
 
