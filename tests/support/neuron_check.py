@@ -14,11 +14,11 @@ Run from the repository root in the Neuron SDK's JAX environment (docs/neuron.md
    the same values and zero signs expected) and against the contract's float64
    reference (only the deviations docs/contract.md lists for the neuron binding:
    `classify` of tests/numerics/test_neuron_transcription.py).
-2. Programs. Every fixture, original (neuronx-cc's select_and_scatter) and
-   rewritten for neuron, runs on the device; both against the program rewritten
+2. Programs. Every fixture and bench quick case (gradient only), original
+   (neuronx-cc's select_and_scatter) and rewritten for neuron, runs on the device; both against the program rewritten
    with the reference binding on XLA:CPU (the contract, executed).
-3. Timing. Each fixture and bench layer, original against rewritten on the
-   device: median of `--repeats` runs after one warm-up.
+3. Timing. Each program, original against rewritten, and each layer's kernel
+   call on the device: median of `--repeats` runs after one warm-up.
 
 Prints a table and writes a JSON report (`--out`); exit status 1 if a numerics
 check failed. Without the SDK or a Neuron device: one line "neuron-check
@@ -190,28 +190,42 @@ def run_program(text: str, arguments, client, device, repeats: int = 0):
     return results, (median_ms(once, repeats) if repeats else None)
 
 
-def check_program(entry: dict, client, device, dry_run: bool, repeats: int) -> dict:
+def check_program(name: str, text: str, arguments, client, device, dry_run: bool, repeats: int) -> dict:
+    """One program, original and rewritten, on the device, against the contract executed on XLA:CPU."""
     import numpy as np
-    from corpus import fixture_text, tie_heavy_inputs
     from xla_runner import run_stablehlo
 
     import pool3d_pass
 
-    text = fixture_text(entry["name"])
-    arguments = tie_heavy_inputs(entry)
-    target = "reference" if dry_run else "neuron"
-    rewritten, report = pool3d_pass.rewrite_text(text, target=target)
+    rewritten, report = pool3d_pass.rewrite_text(text, target="reference" if dry_run else "neuron")
     contract, _ = pool3d_pass.rewrite_text(text, target="reference")
     want = run_stablehlo(contract, arguments)
     original, original_ms = run_program(text, arguments, client, device, repeats)
     got, rewritten_ms = run_program(rewritten, arguments, client, device, repeats)
 
     def worst(results):
-        return max((float(np.max(np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64)), initial=0.0))
-                    for a, b in zip(results, want)), default=0.0)
+        """Largest |difference| / max(1, |contract|) over the results."""
+        errors = [np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64))
+                  / np.maximum(1.0, np.abs(np.asarray(b, np.float64))) for a, b in zip(results, want)]
+        return max((float(np.max(e, initial=0.0)) for e in errors), default=0.0)
 
-    return {"fixture": entry["name"], "rewritten": report.rewritten, "original_vs_contract": worst(original),
+    return {"program": name, "rewritten": report.rewritten, "original_vs_contract": worst(original),
             "rewritten_vs_contract": worst(got), "original_ms": original_ms, "rewritten_ms": rewritten_ms}
+
+
+def programs_to_run(entries, platform: str, bench_cases: int | None = None) -> list[tuple[str, str, list]]:
+    """(name, text, arguments): the fixtures, and the bench's quick cases (gradient only) lowered for `platform`."""
+    import jax
+    from bench.cases import JOBS, QUICK_CASES, inputs, jax_job, np_dtype, pool_fn
+    from corpus import fixture_text, tie_heavy_inputs
+
+    programs = [(entry["name"], fixture_text(entry["name"]), tie_heavy_inputs(entry)) for entry in entries]
+    for case in QUICK_CASES[:bench_cases]:
+        x = jax.ShapeDtypeStruct(case.shape, np_dtype(case.dtype))
+        g = jax.ShapeDtypeStruct(case.out_shape(), np_dtype(case.dtype))
+        text = jax.jit(jax_job(JOBS[0], pool_fn(case))).trace(x, g).lower(lowering_platforms=(platform,)).as_text()
+        programs.append((f"bench {case.name}, {JOBS[0]}", text, list(inputs(case))))
+    return programs
 
 
 def main(argv=None) -> int:
@@ -220,6 +234,7 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--out", default=str(ROOT / "build" / "neuron-check.json"))
     parser.add_argument("--fixtures", default="", help="comma-separated fixture names (default: all)")
+    parser.add_argument("--bench-cases", type=int, default=None, help="the first N of the bench's quick cases (default: all)")
     args = parser.parse_args(argv)
 
     reason = skip_reason(args.dry_run)
@@ -227,7 +242,6 @@ def main(argv=None) -> int:
         print(f"neuron-check skipped: no Neuron device/SDK ({reason})")
         return 0
 
-    import jax
     from corpus import ENTRIES
     from jax.extend import backend
 
@@ -241,19 +255,9 @@ def main(argv=None) -> int:
     wanted = {name for name in args.fixtures.split(",") if name}
     entries = [e for e in ENTRIES if not wanted or e["name"] in wanted]
 
-    sys.path.insert(0, str(ROOT))
-    from bench.cases import JOBS, QUICK_CASES, jax_job, np_dtype, pool_fn
-
+    programs_in = programs_to_run(entries, platform, args.bench_cases)
     calls, programs = {}, []
-    for entry in entries:
-        from corpus import fixture_text
-
-        for call in backward_calls(fixture_text(entry["name"])):
-            calls.setdefault(json.dumps(call, sort_keys=True, default=list), call)
-    for case in QUICK_CASES:
-        x = jax.ShapeDtypeStruct(case.shape, np_dtype(case.dtype))
-        g = jax.ShapeDtypeStruct(case.out_shape(), np_dtype(case.dtype))
-        text = jax.jit(jax_job(JOBS[0], pool_fn(case))).trace(x, g).lower(lowering_platforms=(platform,)).as_text()
+    for _, text, _ in programs_in:
         for call in backward_calls(text):
             calls.setdefault(json.dumps(call, sort_keys=True, default=list), call)
 
@@ -276,18 +280,18 @@ def main(argv=None) -> int:
               f"k{call['kernel_size']} s{call['stride']} p{call['padding']}: "
               + (row.get("error") or "; ".join(f"{c['contract']}, transcription {c['transcription']}"
                                                 for c in row["checks"]) + f"; kernel {row['kernel_ms']:.3f} ms"))
-    for entry in entries:
+    for name, text, arguments in programs_in:
         try:
-            row = check_program(entry, client, device, args.dry_run, args.repeats)
+            row = check_program(name, text, arguments, client, device, args.dry_run, args.repeats)
             bad = row["rewritten_vs_contract"] > 2e-2
-        except Exception as error:  # noqa: BLE001
-            row, bad = {"fixture": entry["name"], "error": f"{type(error).__name__}: {error}"}, True
+        except Exception as error:  # noqa: BLE001 - one program's failure is reported, the rest still run
+            row, bad = {"program": name, "error": f"{type(error).__name__}: {error}"}, True
         failed |= bad
         programs.append(row)
-        print(f"{'FAIL' if bad else 'ok  '} program {entry['name']}: "
+        print(f"{'FAIL' if bad else 'ok  '} program {name}: "
               + (row.get("error") or f"{row['rewritten']} rewritten; |rewritten - contract| "
-                 f"{row['rewritten_vs_contract']:.3g}, |original - contract| {row['original_vs_contract']:.3g}; "
-                 f"{row['original_ms']:.3f} ms -> {row['rewritten_ms']:.3f} ms"))
+                 f"{row['rewritten_vs_contract']:.3g}, |original - contract| {row['original_vs_contract']:.3g} "
+                 f"(relative); {row['original_ms']:.3f} ms -> {row['rewritten_ms']:.3f} ms"))
 
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
