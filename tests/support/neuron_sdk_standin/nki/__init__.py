@@ -28,9 +28,6 @@ STANDIN = "pool3d_pass tests: Neuron SDK stand-in"
 LNC_VARIABLE = "NEURON_LOGICAL_NC_CONFIG"
 ARTIFACT_DIRECTORY_VARIABLE = "POOL3D_NKI_STANDIN_ARTIFACTS"  # tests point it at a temporary folder
 
-launches: list[dict] = []  # every lowering's backend_config, decoded, in order
-
-
 class Kernel:
     """What `nki.jit` returns: the function, and the LNC degree it is launched with."""
 
@@ -142,7 +139,6 @@ def _lowering(ctx, *operands, config, shape, dtype):
             "has_side_effect": ir.BoolAttr.get(False),
         },
     )
-    launches.append(decode_backend_config(config))
     return op.results
 
 
