@@ -269,6 +269,15 @@ def test_an_sdk_before_2_33_is_named(tmp_path):
     assert found == [f"{neuron.KERNEL_MODULE} is missing (Neuron SDK older than 2.33)"]
 
 
+def test_an_nkilib_placeholder_is_named(tmp_path):
+    folder = sdk_with_nki_only(tmp_path / "site")
+    (folder / "nkilib").mkdir()
+    (folder / "nkilib" / "__init__.py").write_text((PLACEHOLDER / "nki" / "__init__.py").read_text())
+    with sdk_on_path(folder):
+        found = neuron.missing_packages()
+    assert found == ["the installed nkilib is the public registry's placeholder (its import raises 'WRONG PACKAGE')"]
+
+
 def test_the_registrys_nki_library_placeholder_is_named(tmp_path):
     folder = sdk_with_nki_only(tmp_path / "site")
     dist = folder / "nki_library-0.0.2.dist-info"
