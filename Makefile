@@ -223,3 +223,17 @@ gpu-compile-check: $(GPU_STAMP)
 
 gpu-check:
 	PYTHONPATH=$(CURDIR) $(GPU_CHECK_PYTHON) scripts/gpu_check.py $(GPU_CHECK_ARGS)
+
+# --- The neuron binding (docs/neuron.md) -----------------------------------------------
+# neuron-check: on a Trn2/Trn3 host, in the Neuron SDK's JAX environment (Neuron SDK 2.33+;
+# $(NEURON_PYTHON), the environment's python): every fixture's and bench layer's backward
+# call through the NKI kernel against the contract's reference and the kernel's numpy
+# transcription, every fixture and bench program against the contract, each timed against
+# neuronx-cc's own select_and_scatter (tests/support/neuron_check.py; report in
+# build/neuron-check.json). Elsewhere one line "neuron-check skipped: ...", exit 0.
+# A CPU run of the same steps with the reference binding: NEURON_CHECK_ARGS=--dry-run.
+NEURON_PYTHON     ?= python3
+NEURON_CHECK_ARGS ?=
+.PHONY: neuron-check
+neuron-check:
+	PYTHONPATH=$(CURDIR) $(NEURON_PYTHON) tests/support/neuron_check.py $(NEURON_CHECK_ARGS)
