@@ -240,7 +240,7 @@ def _with_ceiling(target: str, v: float, bar: float, ceiling: float | None, boun
 
 
 def _torch_bound(r: dict, floor_key: str, call_key: str) -> tuple[float | None, str]:
-    """torch over JAX's call plus the floor where the run measured that call (runs before 2026-12-03 did not),
+    """torch over JAX's call plus the floor where the run measured that call (older runs did not),
     else torch over the floor."""
     if r.get(call_key) is not None:
         return r[call_key], "torch / (JAX's call + floor)"
