@@ -59,6 +59,8 @@ def parse_args(argv):
     parser.add_argument("--stages", default=",".join(STAGES), help="comma-separated subset of " + ",".join(STAGES))
     parser.add_argument("--rounds", type=int, default=None, help="timed rounds per variant (default 5; dry run 2)")
     parser.add_argument("--no-torch", action="store_true", help="skip the PyTorch column")
+    parser.add_argument("--implementation", choices=("auto", "cuda", "pallas"), default=None,
+                        help="the gpu binding's kernels (POOL3D_GPU_IMPL; default: the binding's own choice)")
     parser.add_argument("--stage", choices=tuple(STAGES), help=argparse.SUPPRESS)  # a stage's own process
     return parser.parse_args(argv)
 
@@ -121,7 +123,10 @@ def run_stage(args, seconds: float) -> int:
     torch = _torch(args)
     rounds = args.rounds or (2 if dry_run else 5)
     if args.stage == "numerics":
+        from pool3d_pass.bindings.gpu.binding import implementation
+
         rec.record("machine", device_kind=jax.devices()[0].device_kind, jax=jax.__version__, jaxlib=jaxlib.__version__,
+                   implementation=implementation(),
                    python=platform_module.python_version(), dry_run=dry_run,
                    torch=None if torch is None else torch.__version__,
                    torch_device=torch.cuda.get_device_name(0) if torch is not None and not dry_run else None)
@@ -184,6 +189,8 @@ def main(argv=None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     if args.stage is not None:
         return run_stage(args, float(os.environ["POOL3D_CHECK_STAGE_S"]))
+    if args.implementation:
+        os.environ["POOL3D_GPU_IMPL"] = args.implementation  # the stages' processes inherit it
     out = out_dir(args)
     out.mkdir(parents=True, exist_ok=True)
     rec = Recorder(out, "main")

@@ -18,7 +18,7 @@ def render(rows: list[dict]) -> str:
     for r in rows:
         if r["kind"] == "machine":
             lines.append(f"machine: {r.get('device_kind')} | jax {r.get('jax')} | torch {r.get('torch')} | "
-                         f"python {r.get('python')} | dry run {r.get('dry_run')}")
+                         f"python {r.get('python')} | kernels {r.get('implementation')} | dry run {r.get('dry_run')}")
             break
     for r in rows:
         if r["kind"] == "bandwidth" and r.get("bytes_per_s"):
