@@ -14,7 +14,7 @@ explicit strategy ("indices" or "recompute") uses it wherever it can run
 
 from __future__ import annotations
 
-from pool3d_pass.bindings.registry import Binding, CallSignature, contract_preconditions
+from pool3d_pass.bindings.base import Binding, CallSignature, contract_preconditions
 from pool3d_pass.contract import SUPPORTED_DTYPES, TARGETS
 
 PLATFORM = "gpu"
