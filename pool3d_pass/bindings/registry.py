@@ -18,7 +18,7 @@ import importlib
 
 from pool3d_pass.bindings.base import Binding, CallSignature, contract_preconditions
 from pool3d_pass.bindings.gpu import binding as gpu_binding
-from pool3d_pass.contract import CALLS
+from pool3d_pass.contract import BACKWARD, CALLS
 
 __all__ = ["Binding", "CallSignature", "binding_for", "contract_preconditions", "platforms", "register_binding",
            "register_kernels"]
@@ -89,5 +89,5 @@ register_binding(
 # test the binding mechanism and as an executable statement of the semantics.
 register_binding(Binding("reference", _all_calls("pool3d_pass.bindings.reference"), "cpu", contract_preconditions))
 # NVIDIA GPUs (JAX's CUDA client reports platform "gpu"): Pallas kernels on the
-# Triton backend, lowered for cuda; opt-in under strategy auto (docs/gpu.md).
+# Triton backend, lowered for cuda; under strategy auto where measured faster (docs/gpu.md).
 register_binding(gpu_binding.make_binding())
