@@ -49,7 +49,7 @@ class Binding:
     unsupported: Callable[[CallSignature], str | None]  # None: supported; else the reason
     require: Callable[[], None] = lambda: None  # raises ImportError naming what is missing
     # For programs compiled for several devices: versions XLA's SPMD partitioner
-    # can split (see bindings/cpu_partitioned.py), by call kind.
+    # can split (see bindings/cpu/partitioned.py), by call kind.
     partitioned_functions: Mapping[str, str] = field(default_factory=dict)
     # "module:function" registering the kernels with XLA, run by `import pool3d_pass`
     # (so deserialized and persistently cached executables find them); must not import jax.
@@ -67,10 +67,6 @@ class Binding:
         module_name, name = path.split(":")
         return getattr(importlib.import_module(module_name), name)
 
-    def preferred_strategy(self, *, partitioned: bool = False) -> str:
-        """`indices` where the binding runs the layer pair (forward, from indices), else `recompute`."""
-        pair = (FORWARD, BACKWARD_FROM_INDICES)
-        return INDICES if all(self.implements(c, partitioned=partitioned) for c in pair) else RECOMPUTE
 
 
 def contract_preconditions(signature: CallSignature) -> str | None:

@@ -17,8 +17,10 @@ from __future__ import annotations
 import importlib
 
 from pool3d_pass.bindings.base import Binding, CallSignature, contract_preconditions
+from pool3d_pass.bindings.cpu import binding as cpu_binding
 from pool3d_pass.bindings.gpu import binding as gpu_binding
-from pool3d_pass.contract import BACKWARD, CALLS
+from pool3d_pass.bindings.neuron import binding as neuron_binding
+from pool3d_pass.contract import CALLS
 
 __all__ = ["Binding", "CallSignature", "binding_for", "contract_preconditions", "platforms", "register_binding",
            "register_kernels"]
@@ -58,36 +60,11 @@ def platforms() -> list[str]:
     return sorted(_BINDINGS)
 
 
-def _all_calls(module: str) -> dict[str, str]:
-    return {call: f"{module}:max_pooling_3d_{call}" for call in CALLS}
-
-
-register_binding(
-    Binding(
-        "cpu",
-        _all_calls("pool3d_pass.bindings.cpu"),
-        "cpu",
-        # the contract's limits, and where XLA's own op is as fast (bindings/cpu/speed.py)
-        lambda signature: contract_preconditions(signature)
-        or importlib.import_module("pool3d_pass.bindings.cpu.speed").refusal(signature),
-        partitioned_functions=_all_calls("pool3d_pass.bindings.cpu_partitioned"),
-        register_kernels="pool3d_pass.bindings.cpu.registration:register",
-    )
-)
-# The NKI kernel recomputes the selection: Neuron gets the recompute strategy.
-register_binding(
-    Binding(
-        "neuron",
-        {BACKWARD: "pool3d_pass.bindings.neuron:max_pooling_3d_backward"},
-        "neuron",
-        lambda signature: contract_preconditions(signature)
-        or importlib.import_module("pool3d_pass.bindings.neuron").unsupported(signature),
-        lambda: importlib.import_module("pool3d_pass.bindings.neuron").require_neuron_packages(),
-    )
-)
+# One line per platform: each package's binding.py states its calls, preconditions and speed rule.
+register_binding(cpu_binding.make_binding())
+register_binding(neuron_binding.make_binding())
 # A pure-JAX implementation of the contract: runs anywhere JAX does, used to
 # test the binding mechanism and as an executable statement of the semantics.
-register_binding(Binding("reference", _all_calls("pool3d_pass.bindings.reference"), "cpu", contract_preconditions))
-# NVIDIA GPUs (JAX's CUDA client reports platform "gpu"): Pallas kernels on the
-# Triton backend, lowered for cuda; under strategy auto where measured faster (docs/gpu.md).
+register_binding(Binding("reference", {call: f"pool3d_pass.bindings.reference:max_pooling_3d_{call}" for call in CALLS},
+                         "cpu", contract_preconditions))
 register_binding(gpu_binding.make_binding())

@@ -48,13 +48,19 @@ class Plan:
     note: str | None = None  # why the asked-for strategy was not used
 
 
+def preferred_strategy(binding: Binding, *, partitioned: bool = False) -> str:
+    """`indices` where the binding runs the layer pair (forward, from indices), else `recompute`."""
+    pair = (FORWARD, BACKWARD_FROM_INDICES)
+    return INDICES if all(binding.implements(c, partitioned=partitioned) for c in pair) else RECOMPUTE
+
+
 def resolve_strategy(options: PassOptions, binding: Binding | None) -> str:
     """The strategy `auto` stands for: recompute without a binding, else the binding's preference."""
     if options.strategy != AUTO:
         return options.strategy
     if binding is None:
         return RECOMPUTE
-    return binding.preferred_strategy(partitioned=options.partitioned)
+    return preferred_strategy(binding, partitioned=options.partitioned)
 
 
 class StrategyChooser:

@@ -25,6 +25,7 @@ from pool3d_pass.bindings.gpu import binding as gpu_binding
 from pool3d_pass.bindings.gpu import calls, kernels
 from pool3d_pass.bindings.registry import CallSignature
 from pool3d_pass.integration import module_rewrite
+from pool3d_pass.rewriting.strategy import preferred_strategy
 
 from corpus import ENTRIES, FIXTURES  # noqa: E402
 POSITIVE = [e for e in ENTRIES if not e["negative"]]
@@ -132,7 +133,7 @@ def test_grids_cover_the_tensors():
 
 def test_gpu_is_registered_for_what_jax_calls_cuda():
     binding = registry.binding_for("gpu")
-    assert binding.lowering_platform == "cuda" and binding.preferred_strategy() == "indices"
+    assert binding.lowering_platform == "cuda" and preferred_strategy(binding) == "indices"
     assert set(binding.functions) == set(pool3d_pass.contract.TARGETS)
     assert binding.auto_refusal is gpu_binding.auto_refusal
 
