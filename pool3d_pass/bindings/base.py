@@ -15,15 +15,7 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from pool3d_pass.contract import (
-    BACKWARD,
-    BACKWARD_FROM_INDICES,
-    CALLS,
-    FORWARD,
-    LAYOUTS,
-    MAX_WINDOW_ELEMENTS,
-)
-from pool3d_pass.options import INDICES, RECOMPUTE
+from pool3d_pass.contract import BACKWARD, CALLS, LAYOUTS, MAX_WINDOW_ELEMENTS
 
 
 @dataclass(frozen=True)
@@ -39,6 +31,13 @@ class CallSignature:
     data_format: str
     output_format: str
     call: str = BACKWARD  # which of the contract's calls (a key of contract.CALLS)
+
+    @classmethod
+    def of_pool(cls, call: str, element_type: str, pool) -> "CallSignature":
+        """The signature of `call` on a matched pool: one element type, `pool`'s kernel_size, stride,
+        padding and data_format (a KernelGeometry, or anything with those fields), output in that layout."""
+        return cls(element_type, element_type, element_type, tuple(pool.kernel_size), tuple(pool.stride),
+                   tuple(pool.padding), pool.data_format, pool.data_format, call)
 
 
 @dataclass(frozen=True, eq=False)  # hashed by identity: a cache key of the splicer

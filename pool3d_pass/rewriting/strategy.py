@@ -82,18 +82,14 @@ class StrategyChooser:
         """Why `call` cannot be emitted for `match` (None: it can; neutral output takes every call)."""
         if self.options.neutral:
             return None
-        g = match.geometry
-        dtype = str(match.element_type)
-        signature = CallSignature(dtype, dtype, dtype, g.kernel_size, g.stride, g.padding, g.data_format, g.data_format, call)
+        signature = CallSignature.of_pool(call, str(match.element_type), match.geometry)
         return binding_refusal(self.binding, self.options.target, signature, self.options.mesh)
 
     def plan(self, match: PoolGradient, *, has_forward: bool) -> Plan:
         """The replacement of `match`, or NoMatch naming why nothing can replace it."""
         if self.auto_rule is not None:
-            g, dtype = match.geometry, str(match.element_type)
-            gradient = CallSignature(dtype, dtype, dtype, g.kernel_size, g.stride, g.padding, g.data_format,
-                                     g.data_format, BACKWARD_FROM_INDICES)
-            if (reason := self.auto_reason(gradient, g.input_shape)) is not None:
+            gradient = CallSignature.of_pool(BACKWARD_FROM_INDICES, str(match.element_type), match.geometry)
+            if (reason := self.auto_reason(gradient, match.geometry.input_shape)) is not None:
                 raise NoMatch(reason)
         note = None
         if self.strategy == INDICES:
