@@ -26,6 +26,7 @@ from __future__ import annotations
 from jaxlib.mlir import ir
 
 from pool3d_pass.matching import ir_utils as u
+from pool3d_pass.matching.pool import negative_infinity_pad
 from pool3d_pass.matching.select_and_scatter import PoolGradient
 
 
@@ -65,20 +66,6 @@ def _computes_forward(
     return u.is_binary_body(candidate.regions[0], ("stablehlo.maximum",), commutative=True)
 
 
-def _negative_infinity_pad_edges(pad: ir.OpView, rank: int) -> tuple[tuple[int, int], ...] | None:
-    """(low, high) per dimension if `pad` is `stablehlo.pad(x, -inf)`, zero interior, no cropping."""
-    if len(pad.operands) != 2 or not u.is_negative_infinity(pad.operands[1]):
-        return None
-    zeros = (0,) * rank
-    if any(u.i64_array(pad, "interior_padding", zeros)):
-        return None
-    low = u.i64_array(pad, "edge_padding_low", zeros)
-    high = u.i64_array(pad, "edge_padding_high", zeros)
-    if len(low) != rank or len(high) != rank or any(v < 0 for v in low + high):
-        return None
-    return tuple(zip(low, high))
-
-
 def _candidates(match: PoolGradient):
     """(reduce_window candidate, pooled value, explicit pad edges or None) for each use of x."""
     rank = len(match.window.dimensions)
@@ -93,8 +80,8 @@ def _candidates(match: PoolGradient):
             # Most pads feed no reduce_window (JAX's feeds the gradient): read the edges only for one that does.
             if not any(u.op_name(user) == "stablehlo.reduce_window" for user in users):
                 continue
-            edges = _negative_infinity_pad_edges(owner, rank)
-            if edges is None:
+            edges = negative_infinity_pad(owner, rank)
+            if isinstance(edges, str):
                 continue
             for user in users:
                 yield user, padded, edges

@@ -13,28 +13,18 @@ an explicit `stablehlo.pad(x, -inf)` feeding it (torch-xla's form): a padded
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from jaxlib.mlir import ir
 
 from pool3d_pass.contract import SUPPORTED_DTYPES
 from pool3d_pass.matching import ir_utils as u
-from pool3d_pass.matching.select_and_scatter import NoMatch
-from pool3d_pass.matching.window import GeometryMismatch, KernelGeometry, Window, fold_to_kernel
+from pool3d_pass.matching.pool import MatchedPool, NoMatch, negative_infinity_pad
+from pool3d_pass.matching.window import GeometryMismatch, Window, fold_to_kernel
 
 REDUCE_WINDOW = "stablehlo.reduce_window"
 
 
-@dataclass
-class ForwardPool:
-    """A matched forward max pool: what the forward-output call needs (the kernel view's fields)."""
-
-    op: ir.OpView  # the reduce_window
-    forward_input: ir.Value  # x, without an explicit -inf pad
-    window: Window  # with the effective padding
-    geometry: KernelGeometry
-    pad: ir.OpView | None  # an explicit -inf pad feeding the reduce_window
-    element_type: ir.Type
+# A matched forward max pool (`op` is the reduce_window): the pool's common fields are all it has.
+ForwardPool = MatchedPool
 
 
 def is_max_pool(op: ir.OpView) -> bool:
@@ -49,17 +39,9 @@ def is_max_pool(op: ir.OpView) -> bool:
 
 def _explicit_pad(value: ir.Value, rank: int) -> tuple[ir.OpView | None, tuple[tuple[int, int], ...]]:
     """(the -inf pad producing `value`, its edges) or (None, zeros)."""
-    zeros = ((0, 0),) * rank
     pad = u.defining_op(u.through_open_constraints(value))
-    if u.op_name(pad) != "stablehlo.pad" or not u.is_negative_infinity(pad.operands[1]):
-        return None, zeros
-    if any(u.i64_array(pad, "interior_padding", (0,) * rank)):
-        return None, zeros
-    low = u.i64_array(pad, "edge_padding_low", (0,) * rank)
-    high = u.i64_array(pad, "edge_padding_high", (0,) * rank)
-    if any(v < 0 for v in low + high):
-        return None, zeros
-    return pad, tuple(zip(low, high))
+    edges = negative_infinity_pad(pad, rank) if u.op_name(pad) == "stablehlo.pad" else "no pad"
+    return (None, ((0, 0),) * rank) if isinstance(edges, str) else (pad, edges)
 
 
 def match_forward_pool(op: ir.OpView) -> ForwardPool:

@@ -24,26 +24,19 @@ from jaxlib.mlir import ir
 
 from pool3d_pass.contract import SUPPORTED_DTYPES
 from pool3d_pass.matching import ir_utils as u
-from pool3d_pass.matching.window import GeometryMismatch, KernelGeometry, Window, fold_to_kernel
+from pool3d_pass.matching.pool import MatchedPool, NoMatch, negative_infinity_pad
+from pool3d_pass.matching.window import GeometryMismatch, Window, fold_to_kernel
 
-
-class NoMatch(Exception):
-    """This select_and_scatter is left untouched; str(self) says why."""
+__all__ = ["NoMatch", "PoolGradient", "match_pool_gradient"]
 
 
 @dataclass
-class PoolGradient:
-    """A matched max-pool gradient and everything the rewrite needs."""
+class PoolGradient(MatchedPool):
+    """A matched max-pool gradient: the pool (`op` is the select_and_scatter) and what the rewrite needs beside."""
 
-    op: ir.OpView  # the select_and_scatter
-    forward_input: ir.Value  # x, unpadded
     grad_output: ir.Value  # the op's `source`
     zero: ir.Value  # the op's init value, a +0 constant
-    window: Window  # with the effective padding
-    geometry: KernelGeometry
-    pad: ir.OpView | None  # JAX's explicit -inf pad, folded away
-    slice: ir.OpView | None  # the slice that undoes it
-    element_type: ir.Type
+    slice: ir.OpView | None  # the slice that undoes JAX's explicit -inf pad
 
 
 def _check_regions(op: ir.OpView) -> None:
@@ -114,14 +107,10 @@ def _padding_form(op: ir.OpView, rank: int):
 
     if any(pair != (0, 0) for pair in attribute_padding):
         raise NoMatch("operand is a stablehlo.pad and the op also has padding")
-    if not u.is_negative_infinity(pad.operands[1]):
-        raise NoMatch("operand is padded with a value other than -inf")
-    if any(u.i64_array(pad, "interior_padding", (0,) * rank)):
-        raise NoMatch("operand has interior padding")
-    low = u.i64_array(pad, "edge_padding_low", (0,) * rank)
-    high = u.i64_array(pad, "edge_padding_high", (0,) * rank)
-    if any(v < 0 for v in low + high):
-        raise NoMatch("operand pad has negative (cropping) padding")
+    edges = negative_infinity_pad(pad, rank)
+    if isinstance(edges, str):
+        raise NoMatch(edges)
+    low, high = tuple(lo for lo, _ in edges), tuple(hi for _, hi in edges)
     x = pad.operands[0]
     unpadded = u.static_ranked_shape(x)
     if unpadded is None:

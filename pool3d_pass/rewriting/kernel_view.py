@@ -12,7 +12,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from pool3d_pass.contract import INDEX_TYPE
-from pool3d_pass.matching import PoolGradient
+from pool3d_pass.matching.pool import MatchedPool
 
 
 def scalar_type(element_type: ir.Type) -> ir.RankedTensorType:
@@ -35,7 +35,7 @@ def shape_of(value: ir.Value) -> tuple[int, ...]:
     return tuple(ir.RankedTensorType(value.type).shape)
 
 
-def call_attributes(match: PoolGradient) -> dict:
+def call_attributes(match: MatchedPool) -> dict:
     g = match.geometry
     return {"kernel_size": g.kernel_size, "stride": g.stride, "padding": g.padding, "data_format": g.data_format}
 
@@ -44,7 +44,7 @@ def index_type(shape: tuple[int, ...]) -> ir.RankedTensorType:
     return ir.RankedTensorType.get(list(shape), ir.IntegerType.get_signless(int(INDEX_TYPE[1:])))
 
 
-def remainder_padded_input(match: PoolGradient, neg_inf: ir.Value | None) -> ir.Value:
+def remainder_padded_input(match: MatchedPool, neg_inf: ir.Value | None) -> ir.Value:
     """The forward input, padded with -inf by the remainder the kernel's symmetric padding leaves."""
     geometry = match.geometry
     if not geometry.has_remainder:
@@ -55,14 +55,14 @@ def remainder_padded_input(match: PoolGradient, neg_inf: ir.Value | None) -> ir.
     ).result
 
 
-def negative_infinity_for(match: PoolGradient) -> ir.Value | None:
+def negative_infinity_for(match: MatchedPool) -> ir.Value | None:
     """The -inf scalar the remainder pad needs: JAX's own pad value where there is one."""
     if not match.geometry.has_remainder:
         return None
     return match.pad.operands[1] if match.pad is not None else negative_infinity(match.element_type)
 
 
-def unfold_gradient(match: PoolGradient, grad5: ir.Value) -> ir.Value:
+def unfold_gradient(match: MatchedPool, grad5: ir.Value) -> ir.Value:
     """The kernel's gradient reshaped back to the operand's rank, the remainder sliced off."""
     geometry = match.geometry
     x_shape = shape_of(match.forward_input)
