@@ -55,4 +55,8 @@ def require() -> None:
 def make_binding() -> Binding:
     # Every call of the contract (also `forward_output` where the contract has it).
     functions = {call: f"{CALLS_MODULE}:max_pooling_3d_{call}" for call in TARGETS}
-    return Binding(PLATFORM, functions, LOWERING_PLATFORM, unsupported, require, auto_refusal=AUTO_REFUSAL)
+    return Binding(
+        PLATFORM, functions, LOWERING_PLATFORM, unsupported, require, auto_refusal=AUTO_REFUSAL,
+        # the CUDA kernels' FFI handlers, where their library is built (cuda_library.py)
+        register_kernels="pool3d_pass.bindings.gpu.cuda_library:register_if_built",
+    )
