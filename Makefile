@@ -194,8 +194,10 @@ check-jax:
 # to start it in every test). Installs JAX $(GPU_JAX), jax-cuda12-plugin/-pjrt of that
 # version and nvidia-cuda-nvcc-cu12 (ptxas; ~240 MB of wheels, ~5 s to install here, the
 # whole venv ~1 min), then runs tests/integration/test_gpu_deviceless.py there and compiles every
-# rewritten bench program (scripts/gpu_compile_check.py: Triton calls, ptxas registers,
-# no spills). Run by hand; `make test` skips those tests (their reason says so).
+# rewritten bench program (scripts/gpu_compile_check.py: the Pallas kernels' Triton calls,
+# ptxas registers, no spills; tests/integration/test_cuda_deviceless.py: the same programs
+# with the CUDA kernels, where their library is built). Run by hand; `make test` skips
+# those tests (their reason says so).
 # gpu-check: the device check (scripts/gpu_check.py), on a machine with an NVIDIA GPU and
 # JAX's CUDA plugin, with that machine's own Python ($(GPU_CHECK_PYTHON)); a CPU dry run:
 # `make gpu-check GPU_CHECK_ARGS=--platform=cpu`.
@@ -215,8 +217,8 @@ $(GPU_STAMP):
 	touch $@
 
 gpu-compile-check: $(GPU_STAMP)
-	PYTHONPATH=$(CURDIR) JAX_PLATFORMS=cpu $(GPU_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/integration/test_gpu_deviceless.py
-	PYTHONPATH=$(CURDIR) JAX_PLATFORMS=cpu $(GPU_VENV)/bin/python scripts/gpu_compile_check.py
+	PYTHONPATH=$(CURDIR) JAX_PLATFORMS=cpu $(GPU_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/integration/test_gpu_deviceless.py tests/integration/test_cuda_deviceless.py
+	PYTHONPATH=$(CURDIR) JAX_PLATFORMS=cpu POOL3D_GPU_IMPL=pallas $(GPU_VENV)/bin/python scripts/gpu_compile_check.py
 
 gpu-check:
 	PYTHONPATH=$(CURDIR) $(GPU_CHECK_PYTHON) scripts/gpu_check.py $(GPU_CHECK_ARGS)
