@@ -3,10 +3,10 @@
 Where the CUDA kernels serve (`implementation.implementation() == "cuda"`:
 their library is built and loads, and `POOL3D_GPU_IMPL` does not ask for
 Pallas), each function is the contract's own call through
-`jax.ffi.ffi_call` (`cuda_calls.py`). Otherwise, the Pallas kernels:
+`jax.ffi.ffi_call` (`cuda_calls.py`). Otherwise the Pallas kernels serve.
 
-Each has its call's signature (docs/contract.md) and is traceable under
-`jax.jit`; lowered for "cuda", each kernel becomes one
+Each function has its call's signature (docs/contract.md) and is traceable
+under `jax.jit`; with the Pallas kernels, lowered for "cuda", each kernel becomes one
 `stablehlo.custom_call @__gpu$xla.gpu.triton` (Triton IR in its
 backend_config), which XLA:GPU compiles:
 

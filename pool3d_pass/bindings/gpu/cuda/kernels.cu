@@ -65,7 +65,7 @@ int Blocks(int64_t n) {
 
 // No __launch_bounds__: with it ptxas capped the f16 int32 gather at 32
 // registers and spilled; without it every kernel fits 256 threads a block
-// (at most 64 registers, reported by `-Xptxas -v`) with no spill.
+// (at most 72 registers, reported by `-Xptxas -v`) with no spill.
 template <class T, class I>
 __global__ void pool3d_window(DevGeom<I> g, const typename T::M* __restrict__ x,
                   typename T::M* __restrict__ y, int16_t* __restrict__ idx) {
