@@ -49,11 +49,13 @@ PASS_TESTS := tests/pass_/test_mlir_api.py tests/pass_/test_pass.py tests/pass_/
 # Installing pool3d_pass must keep the environment's JAX: $(1) the venv's python, $(2) the version.
 check_jax_kept = $(1) -c "import jax, jaxlib; assert jax.__version__ == jaxlib.__version__ == '$(2)', ('installing pool3d_pass changed JAX', jax.__version__, jaxlib.__version__)"
 
-.PHONY: install install-jax09 install-bench test test-main test-jax09 pytest lit demo bench bench-quick fixtures clean
+.PHONY: install install-jax09 install-bench test test-main test-jax09 pytest lit demo bench bench-quick fixtures clean wheel
 
 install: $(STAMP)
 
-KERNEL_SOURCES := $(shell find pool3d_pass/bindings/cpu -name '*.cc' -o -name '*.h')
+# (the CUDA kernels' too: setup.py builds their library where nvcc is found)
+KERNEL_SOURCES := $(shell find pool3d_pass/bindings/cpu pool3d_pass/bindings/gpu/cuda -name '*.cc' -o -name '*.h' -o -name '*.cu') \
+                  pool3d_pass/bindings/gpu/cuda_build.py
 
 # The user's way: JAX first, then pool3d_pass with pip's build isolation, so the
 # CPU kernels are compiled against the OLDEST supported jaxlib's FFI headers
@@ -73,7 +75,7 @@ install-jax09: $(STAMP09)
 # against that jaxlib's FFI headers, in its own build folder (build/jax09, cleared
 # when anything but a .py file changed), and lands in that venv's site-packages;
 # the in-tree .so stays $(VENV)'s. So the copy is refreshed when any package file changes.
-PACKAGE_FILES := $(shell find pool3d_pass -name '*.py' -o -name '*.cc' -o -name '*.h')
+PACKAGE_FILES := $(shell find pool3d_pass -name '*.py' -o -name '*.cc' -o -name '*.h' -o -name '*.cu')
 
 $(STAMP09): pyproject.toml setup.py $(PACKAGE_FILES)
 	$(call need_python,$(PYTHON311),3.11)
@@ -187,6 +189,18 @@ check-jax:
 	cd /tmp && $(abspath $(VENV_CHECK))/bin/python $(abspath scripts/check_release.py)
 	PATH="$(abspath $(VENV_CHECK))/bin:$$PATH" $(VENV_CHECK)/bin/pytest -q $(filter-out tests/numerics/test_numerics_torch.py tests/bench/test_bench_harness.py,$(PASS_TESTS))
 	PATH="$(abspath $(VENV_CHECK))/bin:$$PATH" $(VENV_CHECK)/bin/lit -s lit_tests
+
+# A binary wheel in dist/: installs with no compiler (the CPU kernels, plus the CUDA
+# kernels' library where nvcc was found; docs/gpu.md). Built with pip's build isolation,
+# so against the oldest supported jaxlib's FFI headers (pyproject.toml), like a source
+# install. `auditwheel show dist/*.whl` names its manylinux policy (docs/jax_integration.md).
+.PHONY: wheel
+wheel:
+	$(call need_python,$(PYTHON312),$(PYTHON_VERSION))
+	rm -rf dist build/wheel
+	printf '[build]\nbuild_base = build/wheel\n' > build-wheel.cfg
+	DIST_EXTRA_CONFIG=$(CURDIR)/build-wheel.cfg $(PYTHON312) -m pip --disable-pip-version-check wheel --no-deps -w dist .
+	rm -f build-wheel.cfg
 
 # --- The gpu binding (docs/gpu.md) ----------------------------------------------
 # gpu-compile-check: XLA:GPU's deviceless compile for an NVIDIA H200, no GPU needed, in
