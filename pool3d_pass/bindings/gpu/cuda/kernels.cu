@@ -166,8 +166,11 @@ void LaunchGather(cudaStream_t s, const Geom& g, ElementType t, const void* go,
   });
 }
 
-// Scratch for one int16 index per window, from XLA's allocator (freed when
-// the handler returns; the stream orders its use). Null: none left.
+// Scratch for one int16 index per window, from XLA's allocator. It is freed
+// when the handler returns, before the kernels have run: XLA's device
+// allocator is stream-ordered, so work queued later on this stream cannot
+// overwrite it early (jaxlib's own GPU solver kernels use their workspace the
+// same way). Null: none left.
 size_t IndexBytes(const Geom& g);
 
 int16_t* IndexScratch(ffi::ScratchAllocator& scratch, const Geom& g) {
