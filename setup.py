@@ -24,7 +24,16 @@ from setuptools.command.build_ext import build_ext
 
 
 def _ffi_include_dir() -> str:
-    """The folder holding xla/ffi/api/ffi.h, without importing jax if possible."""
+    """The folder holding xla/ffi/api/ffi.h, without importing jax if possible.
+
+    POOL3D_FFI_INCLUDE names one explicitly (e.g. an older jaxlib's include/
+    folder, for kernels that load on that jaxlib and every later one).
+    """
+    named = os.environ.get("POOL3D_FFI_INCLUDE")
+    if named:
+        if not os.path.exists(os.path.join(named, "xla", "ffi", "api", "ffi.h")):
+            raise RuntimeError(f"POOL3D_FFI_INCLUDE={named!r} holds no xla/ffi/api/ffi.h")
+        return named
     spec = importlib.util.find_spec("jaxlib")
     if spec is not None and spec.origin:
         candidate = os.path.join(os.path.dirname(spec.origin), "include")
