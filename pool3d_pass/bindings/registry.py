@@ -61,6 +61,9 @@ class Binding:
     # An opt-in binding (not yet measured faster than the platform's compiler): under
     # strategy "auto" nothing is rewritten for it, each candidate gets this as its remark.
     auto_refusal: str | None = None
+    # Optional: one short phrase naming the kernels that serve now (the gpu binding:
+    # "CUDA kernels" or "Pallas kernels (why)"), appended to each rewrite's remark.
+    describe: Callable[[], str] | None = None
 
     def implements(self, call: str, *, partitioned: bool = False) -> bool:
         return call in (self.partitioned_functions if partitioned else self.functions)

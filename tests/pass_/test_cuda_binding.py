@@ -222,3 +222,24 @@ def test_jax_export_holds_only_the_contract_calls():
         assert sorted(set(custom_call_targets(text))) == sorted(
             TARGETS[k] for k in ("forward", "backward_from_indices", "backward_from_input"))
         assert "triton" not in text and program.platforms == ("cuda",)
+
+
+def test_each_rewrite_remark_names_the_kernels(monkeypatch, tmp_path):
+    text = (FIXTURES / "jax_ncdhw_k3s2_p1_bf16.mlir").read_text()
+    monkeypatch.setenv(implementation.IMPL_ENV, "pallas")
+    _, report = pool3d_pass.rewrite_text(text, target="gpu", strategy="indices")
+    assert report.rewrites and all(r.summary.endswith(", gpu binding: Pallas kernels (asked for)") for r in report.rewrites)
+    monkeypatch.setenv(implementation.IMPL_ENV, "cuda")
+    monkeypatch.setenv(cuda_library.LIBRARY_ENV, str(tmp_path / "absent.so"))
+    pool3d_pass.clear_caches()
+    _, report = pool3d_pass.rewrite_text(text, target="gpu", strategy="indices")
+    assert all(r.summary.endswith("gpu binding: Pallas kernels (CUDA library not built)") for r in report.rewrites)
+    _, report = pool3d_pass.rewrite_text(text, target="cpu")
+    assert report.rewrites and not any("binding:" in r.summary for r in report.rewrites)  # the CPU binding says nothing
+
+
+@needs_library
+def test_the_remark_says_cuda_where_the_library_serves():
+    text = (FIXTURES / "jax_ncdhw_k3s2_p1_bf16.mlir").read_text()
+    _, report = pool3d_pass.rewrite_text(text, target="gpu", strategy="recompute")
+    assert report.rewrites and all(r.summary.endswith(", gpu binding: CUDA kernels") for r in report.rewrites)

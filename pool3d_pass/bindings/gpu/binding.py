@@ -59,4 +59,12 @@ def make_binding() -> Binding:
         PLATFORM, functions, LOWERING_PLATFORM, unsupported, require, auto_refusal=AUTO_REFUSAL,
         # the CUDA kernels' FFI handlers, where their library is built (cuda_library.py)
         register_kernels="pool3d_pass.bindings.gpu.cuda_library:register_if_built",
+        describe=_describe,
     )
+
+
+def _describe() -> str:
+    """Which kernels serve, for each rewrite's remark (implementation.py decides)."""
+    from pool3d_pass.bindings.gpu import implementation
+
+    return implementation.summary()

@@ -64,6 +64,18 @@ def describe() -> str:
     return f"Pallas kernels ({reason or 'asked for'})"
 
 
+def summary() -> str:
+    """A short phrase for remarks: "CUDA kernels", or "Pallas kernels (<short reason>)"."""
+    if implementation() == CUDA:
+        return "CUDA kernels"
+    if requested() == PALLAS:
+        return "Pallas kernels (asked for)"
+    if os.environ.get(INTERPRET_ENV, "") == "1" and requested() == AUTO:
+        return "Pallas kernels (interpret mode)"
+    reason = cuda_library.unavailable() or ""
+    return f"Pallas kernels ({'CUDA library not built' if 'not built' in reason else 'CUDA library unusable'})"
+
+
 def use(name: str) -> None:
     """Select the implementation for the rest of the process ("cuda", "pallas" or "auto"); clears pool3d caches."""
     if name not in CHOICES:
