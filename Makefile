@@ -153,7 +153,8 @@ clean:
 # and XLA keep allocations alive at exit).
 .PHONY: sanitize
 SANITIZE_DIR   ?= build/sanitize
-SANITIZE_TESTS ?= tests/kernels/test_cpu_kernel.py tests/kernels/test_cpu_kernel_layer.py tests/kernels/test_cpu_kernel_channels_last.py
+SANITIZE_TESTS ?= tests/kernels/test_cpu_kernel.py tests/kernels/test_cpu_kernel_layer.py tests/kernels/test_cpu_kernel_channels_last.py \
+                  tests/kernels/test_cuda_elements.py
 SANITIZE_FLAGS := -std=c++17 -O1 -g -fno-omit-frame-pointer -fPIC -shared -pthread \
                   -fvisibility=hidden -fsanitize=address,undefined -fno-sanitize-recover=undefined \
                   -DPOOL3D_POISON_SCRATCH
@@ -167,6 +168,7 @@ sanitize: $(STAMP)
 	POOL3D_KERNEL_LIBRARY=$(SANITIZE_DIR)/_kernel.so \
 	LD_PRELOAD="$$($(CXX) -print-file-name=libasan.so) $$($(CXX) -print-file-name=libstdc++.so)" \
 	ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 \
+	POOL3D_ELEMENTS_CXXFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined -g" \
 	$(PY) -m pytest -q -p no:cacheprovider $(SANITIZE_TESTS)
 
 # Another JAX release beside the package, installed the user's way, checked by hand:

@@ -13,6 +13,7 @@ bits agree). Both offset types (int32 and int64) are checked.
 from __future__ import annotations
 
 import ctypes
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -48,8 +49,10 @@ def host_elements(tmp_path_factory):
     if compiler is None:
         pytest.skip("no host C++ compiler (g++, c++ or clang++) to build the per-element code with")
     out = tmp_path_factory.mktemp("cuda_elements") / "elements.so"
+    # e.g. POOL3D_ELEMENTS_CXXFLAGS="-fsanitize=address,undefined" (with libasan preloaded, as make sanitize does)
+    extra = os.environ.get("POOL3D_ELEMENTS_CXXFLAGS", "").split()
     subprocess.run(
-        [compiler, "-std=c++17", "-O1", "-shared", "-fPIC",
+        [compiler, "-std=c++17", "-O1", "-shared", "-fPIC", *extra,
          f"-I{ROOT / 'pool3d_pass/bindings/cpu/kernels'}", f"-I{ROOT / 'pool3d_pass/bindings/gpu/cuda'}",
          str(SOURCE), "-o", str(out)],
         check=True,
