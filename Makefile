@@ -49,11 +49,13 @@ PASS_TESTS := tests/pass_/test_mlir_api.py tests/pass_/test_pass.py tests/pass_/
 # Installing pool3d_pass must keep the environment's JAX: $(1) the venv's python, $(2) the version.
 check_jax_kept = $(1) -c "import jax, jaxlib; assert jax.__version__ == jaxlib.__version__ == '$(2)', ('installing pool3d_pass changed JAX', jax.__version__, jaxlib.__version__)"
 
-.PHONY: install install-jax09 install-bench test test-main test-jax09 pytest lit demo bench bench-quick fixtures clean
+.PHONY: install install-jax09 install-bench test test-main test-jax09 pytest lit demo bench bench-quick fixtures clean wheel
 
 install: $(STAMP)
 
-KERNEL_SOURCES := $(shell find pool3d_pass/bindings/cpu -name '*.cc' -o -name '*.h')
+# (the CUDA kernels' too: setup.py builds their library where nvcc is found)
+KERNEL_SOURCES := $(shell find pool3d_pass/bindings/cpu pool3d_pass/bindings/gpu/cuda -name '*.cc' -o -name '*.h' -o -name '*.cu') \
+                  pool3d_pass/bindings/gpu/cuda_build.py
 
 # The user's way: JAX first, then pool3d_pass with pip's build isolation, so the
 # CPU kernels are compiled against the OLDEST supported jaxlib's FFI headers
@@ -73,7 +75,7 @@ install-jax09: $(STAMP09)
 # against that jaxlib's FFI headers, in its own build folder (build/jax09, cleared
 # when anything but a .py file changed), and lands in that venv's site-packages;
 # the in-tree .so stays $(VENV)'s. So the copy is refreshed when any package file changes.
-PACKAGE_FILES := $(shell find pool3d_pass -name '*.py' -o -name '*.cc' -o -name '*.h')
+PACKAGE_FILES := $(shell find pool3d_pass -name '*.py' -o -name '*.cc' -o -name '*.h' -o -name '*.cu')
 
 $(STAMP09): pyproject.toml setup.py $(PACKAGE_FILES)
 	$(call need_python,$(PYTHON311),3.11)
@@ -151,7 +153,8 @@ clean:
 # and XLA keep allocations alive at exit).
 .PHONY: sanitize
 SANITIZE_DIR   ?= build/sanitize
-SANITIZE_TESTS ?= tests/kernels/test_cpu_kernel.py tests/kernels/test_cpu_kernel_layer.py tests/kernels/test_cpu_kernel_channels_last.py
+SANITIZE_TESTS ?= tests/kernels/test_cpu_kernel.py tests/kernels/test_cpu_kernel_layer.py tests/kernels/test_cpu_kernel_channels_last.py \
+                  tests/kernels/test_cuda_elements.py
 SANITIZE_FLAGS := -std=c++17 -O1 -g -fno-omit-frame-pointer -fPIC -shared -pthread \
                   -fvisibility=hidden -fsanitize=address,undefined -fno-sanitize-recover=undefined \
                   -DPOOL3D_POISON_SCRATCH
@@ -165,6 +168,7 @@ sanitize: $(STAMP)
 	POOL3D_KERNEL_LIBRARY=$(SANITIZE_DIR)/_kernel.so \
 	LD_PRELOAD="$$($(CXX) -print-file-name=libasan.so) $$($(CXX) -print-file-name=libstdc++.so)" \
 	ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 \
+	POOL3D_ELEMENTS_CXXFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined -g" \
 	$(PY) -m pytest -q -p no:cacheprovider $(SANITIZE_TESTS)
 
 # Another JAX release beside the package, installed the user's way, checked by hand:
@@ -188,14 +192,27 @@ check-jax:
 	PATH="$(abspath $(VENV_CHECK))/bin:$$PATH" $(VENV_CHECK)/bin/pytest -q $(filter-out tests/numerics/test_numerics_torch.py tests/bench/test_bench_harness.py,$(PASS_TESTS))
 	PATH="$(abspath $(VENV_CHECK))/bin:$$PATH" $(VENV_CHECK)/bin/lit -s lit_tests
 
+# A binary wheel in dist/: installs with no compiler (the CPU kernels, plus the CUDA
+# kernels' library where nvcc was found; docs/gpu.md). Built with pip's build isolation,
+# so against the oldest supported jaxlib's FFI headers (pyproject.toml), like a source
+# install. `auditwheel show dist/*.whl` names its manylinux policy (docs/jax_integration.md).
+.PHONY: wheel
+wheel:
+	$(call need_python,$(PYTHON312),$(PYTHON_VERSION))
+	rm -rf dist build/wheel
+	printf '[build]\nbuild_base = build/wheel\n' > build-wheel.cfg
+	DIST_EXTRA_CONFIG=$(CURDIR)/build-wheel.cfg $(PYTHON312) -m pip --disable-pip-version-check wheel --no-deps -w dist .
+	rm -f build-wheel.cfg
+
 # --- The gpu binding (docs/gpu.md) ----------------------------------------------
 # gpu-compile-check: XLA:GPU's deviceless compile for an NVIDIA H200, no GPU needed, in
 # its own venv $(GPU_VENV) (the CUDA plugin must not reach the main venvs: JAX would try
 # to start it in every test). Installs JAX $(GPU_JAX), jax-cuda$(GPU_CUDA)-plugin/-pjrt of that
 # version and the CUDA $(GPU_CUDA) nvcc wheel (ptxas), then runs tests/integration/test_gpu_deviceless.py
-# there and compiles every rewritten bench program (scripts/gpu_compile_check.py: Triton calls,
-# ptxas registers, no spills). GPU_CUDA=12 or 13 (the lent H200 machine has JAX's CUDA 13 plugin).
-# Run by hand; `make test` skips those tests (their reason says so).
+# there and compiles every rewritten bench program (scripts/gpu_compile_check.py: the Pallas
+# kernels' Triton calls, ptxas registers, no spills; tests/integration/test_cuda_deviceless.py:
+# the same programs with the CUDA kernels, where their library is built). GPU_CUDA=12 or 13
+# (the lent H200 machine has JAX's CUDA 13 plugin). Run by hand; `make test` skips those tests.
 # gpu-check: the device check (scripts/gpu_check.py, docs/gpu.md "The device check"), on a
 # machine with an NVIDIA GPU and JAX's CUDA plugin, with that machine's own Python
 # ($(GPU_CHECK_PYTHON)); results under $$OUT, else bench/results/gpu_check/. A CPU dry run:
@@ -218,8 +235,8 @@ $(GPU_STAMP):
 	touch $@
 
 gpu-compile-check: $(GPU_STAMP)
-	PYTHONPATH=$(CURDIR) JAX_PLATFORMS=cpu $(GPU_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/integration/test_gpu_deviceless.py
-	PYTHONPATH=$(CURDIR) JAX_PLATFORMS=cpu $(GPU_VENV)/bin/python scripts/gpu_compile_check.py
+	PYTHONPATH=$(CURDIR) JAX_PLATFORMS=cpu $(GPU_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/integration/test_gpu_deviceless.py tests/integration/test_cuda_deviceless.py
+	PYTHONPATH=$(CURDIR) JAX_PLATFORMS=cpu POOL3D_GPU_IMPL=pallas $(GPU_VENV)/bin/python scripts/gpu_compile_check.py
 
 gpu-check:
 	PYTHONPATH=$(CURDIR) $(GPU_CHECK_PYTHON) scripts/gpu_check.py $(GPU_CHECK_ARGS)

@@ -7,6 +7,12 @@ library in ``kernels/``, the handlers, the CPython module), compiled against the
 wheel (``jaxlib/include``; the same folder ``jax.ffi.include_dir()`` returns).
 pyproject.toml lists jaxlib as a build requirement; with
 ``--no-build-isolation`` the jaxlib of the current environment is used.
+
+Where an nvcc is found, the CUDA kernels' library
+``pool3d_pass/bindings/gpu/_cuda_kernels.so`` is built too, against the same
+FFI headers (``pool3d_pass/bindings/gpu/cuda_build.py`` says how and where
+nvcc is looked for); without one, or if it fails, the build goes on without
+it and the gpu binding uses its Pallas kernels.
 """
 
 import glob
@@ -18,7 +24,16 @@ from setuptools.command.build_ext import build_ext
 
 
 def _ffi_include_dir() -> str:
-    """The folder holding xla/ffi/api/ffi.h, without importing jax if possible."""
+    """The folder holding xla/ffi/api/ffi.h, without importing jax if possible.
+
+    POOL3D_FFI_INCLUDE names one explicitly (e.g. an older jaxlib's include/
+    folder, for kernels that load on that jaxlib and every later one).
+    """
+    named = os.environ.get("POOL3D_FFI_INCLUDE")
+    if named:
+        if not os.path.exists(os.path.join(named, "xla", "ffi", "api", "ffi.h")):
+            raise RuntimeError(f"POOL3D_FFI_INCLUDE={named!r} holds no xla/ffi/api/ffi.h")
+        return named
     spec = importlib.util.find_spec("jaxlib")
     if spec is not None and spec.origin:
         candidate = os.path.join(os.path.dirname(spec.origin), "include")
@@ -36,8 +51,36 @@ def _ffi_include_dir() -> str:
         ) from exc
 
 
+def _cuda_build():
+    """pool3d_pass/bindings/gpu/cuda_build.py, loaded by path (the package is not importable yet)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pool3d_pass", "bindings", "gpu", "cuda_build.py")
+    spec = importlib.util.spec_from_file_location("_pool3d_cuda_build", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 class _BuildExt(build_ext):
-    """Chooses compiler flags by compiler family (portable: no -march=native)."""
+    """Chooses compiler flags by compiler family (portable: no -march=native); builds the CUDA library."""
+
+    def run(self):
+        super().run()
+        self._build_cuda_library()
+
+    def _build_cuda_library(self):
+        cuda = _cuda_build()
+        relative = os.path.join("pool3d_pass", "bindings", "gpu", cuda.LIBRARY_NAME)
+        output = relative if self.inplace else os.path.join(self.build_lib, relative)
+        sources = cuda.depends()
+        if not self.force and os.path.exists(output):
+            if all(os.path.getmtime(f) <= os.path.getmtime(output) for f in sources):
+                return
+        built, log = cuda.build(output, _ffi_include_dir())
+        if built:
+            print(f"pool3d_pass: built the CUDA kernels' library {output}")
+        else:
+            print(f"pool3d_pass: the CUDA kernels' library is not built ({log.strip()}); "
+                  "the gpu binding uses its Pallas kernels")
 
     def build_extensions(self):
         if self.compiler.compiler_type == "msvc":

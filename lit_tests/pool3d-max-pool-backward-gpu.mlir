@@ -1,8 +1,8 @@
-// RUN: pool3d-opt %s --split-input-file --target=gpu --strategy=indices | FileCheck %s
-// RUN: pool3d-opt %s --split-input-file --target=gpu --strategy=recompute | FileCheck %s --check-prefix=RECOMPUTE
-// RUN: pool3d-opt %s --split-input-file --target=gpu | FileCheck %s --check-prefix=AUTO
-// RUN: pool3d-opt %s --split-input-file --target=gpu --remarks 2>&1 >/dev/null | FileCheck %s --check-prefix=AUTO-REMARK
-// RUN: pool3d-opt %s --split-input-file --target=gpu --strategy=indices --remarks 2>&1 >/dev/null | FileCheck %s --check-prefix=REMARK
+// RUN: env POOL3D_GPU_IMPL=pallas pool3d-opt %s --split-input-file --target=gpu --strategy=indices | FileCheck %s
+// RUN: env POOL3D_GPU_IMPL=pallas pool3d-opt %s --split-input-file --target=gpu --strategy=recompute | FileCheck %s --check-prefix=RECOMPUTE
+// RUN: env POOL3D_GPU_IMPL=pallas pool3d-opt %s --split-input-file --target=gpu | FileCheck %s --check-prefix=AUTO
+// RUN: env POOL3D_GPU_IMPL=pallas pool3d-opt %s --split-input-file --target=gpu --remarks 2>&1 >/dev/null | FileCheck %s --check-prefix=AUTO-REMARK
+// RUN: env POOL3D_GPU_IMPL=pallas pool3d-opt %s --split-input-file --target=gpu --strategy=indices --remarks 2>&1 >/dev/null | FileCheck %s --check-prefix=REMARK
 // RUN: env POOL3D_GPU_INTERPRET=1 pool3d-opt %s --split-input-file --target=gpu --strategy=indices | FileCheck %s --check-prefix=INTERPRET
 
 // The gpu target: the binding's Pallas kernels, lowered for cuda, are spliced

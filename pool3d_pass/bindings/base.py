@@ -57,6 +57,9 @@ class Binding:
     # "auto", (signature, kernel-view input shape) -> why that call is left to the compiler
     # (the remark), or None to use the binding. An explicit strategy ignores it.
     auto_refusal: Callable[[CallSignature, tuple[int, ...]], str | None] | None = None
+    # Optional: one short phrase naming the kernels that serve now (the gpu binding:
+    # "CUDA kernels" or "Pallas kernels (why)"), appended to each rewrite's remark.
+    describe: Callable[[], str] | None = None
 
     def implements(self, call: str, *, partitioned: bool = False) -> bool:
         return call in (self.partitioned_functions if partitioned else self.functions)

@@ -85,6 +85,12 @@ class _PassRun:
         self.forwards_alone: list[ir.Operation] = []  # reduce_windows the forward-output call replaced
         self.read_by_gradients: set[int] = set()  # (hashes of) forward reduce_windows a backward call reads
 
+    def _serving(self) -> str:
+        """", <platform> binding: <which kernels>" for a binding that says (Binding.describe), else ""."""
+        if self.options.neutral or self.binding is None or self.binding.describe is None:
+            return ""
+        return f", {self.binding.platform} binding: {self.binding.describe()}"
+
     def patterns(self) -> mlir_rewrite.FrozenRewritePatternSet:
         patterns = mlir_rewrite.RewritePatternSet()
         patterns.add(stablehlo.SelectAndScatterOp, self.rewrite_pool_gradient)
@@ -107,7 +113,8 @@ class _PassRun:
 
         grad_input = self.build(match, forward, plan)
         self.report.rewritten += 1
-        self.report.add(Rewrite(u.format_location(op.location, self.options.filename), _describe(match, plan, forward)))
+        self.report.add(Rewrite(u.format_location(op.location, self.options.filename),
+                                _describe(match, plan, forward) + self._serving()))
 
         padding_chain = _padding_chain(op, match)
         if match.slice is not None:
@@ -152,7 +159,8 @@ class _PassRun:
         g = pool.geometry
         self.report.forward_alone += 1
         self.report.add(Rewrite(location, f"{g.data_format} kernel_size={list(g.kernel_size)} stride={list(g.stride)} "
-                                          f"padding={list(g.padding)}, {pool.element_type}, forward-output call",
+                                          f"padding={list(g.padding)}, {pool.element_type}, forward-output call"
+                                          + self._serving(),
                                 FORWARD_ALONE))
         self.forwards_alone.append(op.operation)  # erased after the walk, with what only it used
         return _MATCHED
@@ -208,7 +216,7 @@ class _PassRun:
             )
         rewriter.replace_op(op, results)
         self.report.bound += 1
-        self.report.add(Rewrite(location, f"neutral call bound to the {target} binding"))
+        self.report.add(Rewrite(location, f"neutral call bound to the {target} binding" + self._serving()))
         return _MATCHED
 
     def fold_slice_of_created_pad(self, op: ir.OpView, rewriter) -> bool:

@@ -37,6 +37,12 @@ ATTRS = dict(kernel_size=(3, 3, 3), stride=(2, 2, 2), padding=(1, 1, 1))
 @pytest.fixture(autouse=True)
 def not_interpreted(monkeypatch):
     monkeypatch.delenv(calls.INTERPRET_ENV, raising=False)
+    # The Pallas kernels, also where the CUDA library is built (tests/pass_/test_cuda_binding.py
+    # covers that one); the pass caches lowerings, so each switch clears them.
+    monkeypatch.setenv("POOL3D_GPU_IMPL", "pallas")
+    pool3d_pass.clear_caches()
+    yield
+    pool3d_pass.clear_caches()
 
 
 def lowered(fn, *avals):

@@ -1,5 +1,11 @@
-"""GPU binding: the contract's calls as Pallas kernels on the Triton backend, for NVIDIA GPUs.
+"""GPU binding: the contract's calls for NVIDIA GPUs, by CUDA kernels through XLA FFI or by Pallas kernels.
 
+- `cuda/`, `cuda_build.py`, `cuda_library.py`, `cuda_calls.py`: the CUDA
+  kernels (typed XLA FFI handlers for platform CUDA under the contract's
+  target names), their nvcc build, loading and registration, and the calls
+  through `jax.ffi.ffi_call`;
+- `implementation.py`: which kernels serve, `implementation()` ("cuda" where
+  the library loads, else "pallas"; `POOL3D_GPU_IMPL=cuda|pallas|auto`);
 - `kernels.py`: the two Pallas kernels (the window kernel: forward maxima,
   indices, or the selection of a given forward output; the gather kernel: the
   gradient from indices, each input element reading the windows that cover it);

@@ -5,8 +5,10 @@ JAX's CUDA client reports `backend.platform == "gpu"` (jaxlib's
 so the compile hook routes GPU programs here by that name; the functions are
 lowered for the JAX platform "cuda". No JAX is imported here.
 
-Under strategy "auto" the binding is used only for the configuration classes
-a device run measured faster than XLA:GPU (`speed.py`, from `measured.py`);
+The kernels are the CUDA library's where it is built and loads, else the
+Pallas ones (`implementation.py`). Under strategy "auto" the binding is used
+only for the configuration classes a device run measured faster than XLA:GPU
+for the kernels that serve (`speed.py`, from `measured.py`);
 elsewhere the call stays XLA's with a remark naming the measured ratio. An
 explicit strategy ("indices" or "recompute") uses it wherever it can run
 (docs/gpu.md).
@@ -20,6 +22,8 @@ from pool3d_pass.contract import SUPPORTED_DTYPES, TARGETS
 PLATFORM = "gpu"
 LOWERING_PLATFORM = "cuda"
 CALLS_MODULE = "pool3d_pass.bindings.gpu.calls"
+
+
 def unsupported(signature: CallSignature) -> str | None:
     """The contract's preconditions, then the gpu kernels' own (None: supported)."""
     reason = contract_preconditions(signature)
@@ -47,8 +51,10 @@ def require() -> None:
 
 
 def implementation() -> str:
-    """Which kernels serve the gpu platform: "pallas" (Pallas on Triton)."""
-    return "pallas"
+    """Which kernels serve the gpu platform now: "cuda" or "pallas" (implementation.py decides)."""
+    from pool3d_pass.bindings.gpu import implementation as choice
+
+    return choice.implementation()
 
 
 def auto_refusal(signature: CallSignature, input_shape: tuple[int, ...]) -> str | None:
@@ -60,4 +66,16 @@ def auto_refusal(signature: CallSignature, input_shape: tuple[int, ...]) -> str 
 def make_binding() -> Binding:
     # Every call of the contract (also `forward_output` where the contract has it).
     functions = {call: f"{CALLS_MODULE}:max_pooling_3d_{call}" for call in TARGETS}
-    return Binding(PLATFORM, functions, LOWERING_PLATFORM, unsupported, require, auto_refusal=auto_refusal)
+    return Binding(
+        PLATFORM, functions, LOWERING_PLATFORM, unsupported, require, auto_refusal=auto_refusal,
+        # the CUDA kernels' FFI handlers, where their library is built (cuda_library.py)
+        register_kernels="pool3d_pass.bindings.gpu.cuda_library:register_if_built",
+        describe=_describe,
+    )
+
+
+def _describe() -> str:
+    """Which kernels serve, for each rewrite's remark (implementation.py decides)."""
+    from pool3d_pass.bindings.gpu import implementation
+
+    return implementation.summary()

@@ -1,7 +1,12 @@
-"""The gpu binding's functions: the contract's calls, by the Pallas kernels of `kernels.py`.
+"""The gpu binding's functions: the contract's calls, by the CUDA kernels or the Pallas kernels of `kernels.py`.
 
-Each has its call's signature (docs/contract.md) and is traceable under
-`jax.jit`; lowered for "cuda", each kernel becomes one
+Where the CUDA kernels serve (`implementation.implementation() == "cuda"`:
+their library is built and loads, and `POOL3D_GPU_IMPL` does not ask for
+Pallas), each function is the contract's own call through
+`jax.ffi.ffi_call` (`cuda_calls.py`). Otherwise the Pallas kernels serve.
+
+Each function has its call's signature (docs/contract.md) and is traceable
+under `jax.jit`; with the Pallas kernels, lowered for "cuda", each kernel becomes one
 `stablehlo.custom_call @__gpu$xla.gpu.triton` (Triton IR in its
 backend_config), which XLA:GPU compiles:
 
@@ -76,6 +81,17 @@ def interpret_mode() -> bool:
 
 
 # --- where the kernels come from ------------------------------------------------
+
+
+def _cuda_calls():
+    """The CUDA kernels' calls (`cuda_calls.py`) where they serve (implementation.py decides), else None."""
+    from pool3d_pass.bindings.gpu.implementation import CUDA, implementation
+
+    if implementation() != CUDA:
+        return None
+    from pool3d_pass.bindings.gpu import cuda_calls
+
+    return cuda_calls
 
 
 def _kernels():
@@ -234,6 +250,9 @@ def max_pooling_3d_forward(
 ):
     """3-D max pool with indices: `(output, indices)`, indices int16 (docs/contract.md)."""
     attributes = _attributes(kernel_size, stride, padding, data_format, output_format)
+    cuda = _cuda_calls()
+    if cuda is not None:
+        return cuda.max_pooling_3d_forward(input, **attributes)
     kernels, g = _plan("forward", input.shape, attributes)
     if kernels is None:
         return _reference("forward", g)(input, **attributes)
@@ -255,6 +274,9 @@ def max_pooling_3d_forward_output(
 ):
     """3-D max pool, maxima only (inference): the forward without the index stores."""
     attributes = _attributes(kernel_size, stride, padding, data_format, output_format)
+    cuda = _cuda_calls()
+    if cuda is not None:
+        return cuda.max_pooling_3d_forward_output(input, **attributes)
     kernels, g = _plan("forward_output", input.shape, attributes)
     if kernels is None:
         return _reference("forward", g)(input, **attributes)[0]
@@ -278,6 +300,9 @@ def max_pooling_3d_backward_from_indices(
 ):
     """Gradient w.r.t. the input from the forward's int16 indices, gathered per input element."""
     attributes = _attributes(kernel_size, stride, padding, data_format, output_format)
+    cuda = _cuda_calls()
+    if cuda is not None:
+        return cuda.max_pooling_3d_backward_from_indices(grad_output, indices, input_shape=input_shape, **attributes)
     kernels, g = _plan("backward_from_indices", input_shape, attributes)
     if kernels is None:
         return _reference("backward_from_indices", g)(grad_output, indices, input_shape=input_shape, **attributes)
@@ -300,6 +325,9 @@ def max_pooling_3d_backward(
 ):
     """Gradient w.r.t. the input, the selection recomputed from (input, output)."""
     attributes = _attributes(kernel_size, stride, padding, data_format, output_format)
+    cuda = _cuda_calls()
+    if cuda is not None:
+        return cuda.max_pooling_3d_backward(grad_output, input, output, **attributes)
     kernels, g = _plan("backward", input.shape, attributes)
     if kernels is None:
         return _reference("backward", g)(grad_output, input, output, **attributes)
@@ -321,6 +349,9 @@ def max_pooling_3d_backward_from_input(
 ):
     """Gradient w.r.t. the input from the input alone: the window kernel's indices, then the gather."""
     attributes = _attributes(kernel_size, stride, padding, data_format, output_format)
+    cuda = _cuda_calls()
+    if cuda is not None:
+        return cuda.max_pooling_3d_backward_from_input(grad_output, input, **attributes)
     kernels, g = _plan("backward_from_input", input.shape, attributes)
     if kernels is None:
         return _reference("backward_from_input", g)(grad_output, input, **attributes)

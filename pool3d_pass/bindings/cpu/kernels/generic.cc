@@ -69,20 +69,11 @@ void BackwardGeneric(const Geom& g, const typename T::M* x,
   ForEachPlane(g, true, [&](int64_t xo, int64_t yo, const int64_t* xs,
                             const int64_t* ys, float* acc) {
     ForEachWindow(g, ys, [&](int64_t d0, int64_t h0, int64_t w0, int64_t oo) {
-      int64_t td_lo, td_hi, th_lo, th_hi, tw_lo, tw_hi;
-      TapRange(d0, g.kD, g.D, &td_lo, &td_hi);
-      TapRange(h0, g.kH, g.H, &th_lo, &th_hi);
-      TapRange(w0, g.kW, g.W, &tw_lo, &tw_hi);
-      const typename T::M yv = y[yo + oo];
-      for (int64_t td = td_lo; td < td_hi; ++td)
-        for (int64_t th = th_lo; th < th_hi; ++th)
-          for (int64_t tw = tw_lo; tw < tw_hi; ++tw) {
-            const int64_t d = d0 + td, h = h0 + th, w = w0 + tw;
-            if (EqMask<T>(x[xo + d * xs[2] + h * xs[3] + w * xs[4]], yv)) {
-              acc[(d * g.H + h) * g.W + w] += T::ToF32(go[yo + oo]);
-              return;
-            }
-          }
+      const int32_t t =
+          WindowFirstEqual<T>(g, x + xo, xs + 2, d0, h0, w0, y[yo + oo]);
+      int64_t d, h, w;
+      if (!SelectedPosition<int64_t>(g, t, d0, h0, w0, &d, &h, &w)) return;
+      acc[(d * g.H + h) * g.W + w] += T::ToF32(go[yo + oo]);
     });
     StorePlane<T>(g, acc, xs, dx + xo);
   });
@@ -116,16 +107,12 @@ void ForwardOutputGeneric(const Geom& g, const typename T::M* x,
 template <class T>
 void FromIndicesGeneric(const Geom& g, const typename T::M* go,
                         const int16_t* idx, typename T::M* dx) {
-  const int64_t taps = g.Taps();
   ForEachPlane(g, true, [&](int64_t xo, int64_t yo, const int64_t* xs,
                             const int64_t* ys, float* acc) {
     ForEachWindow(g, ys, [&](int64_t d0, int64_t h0, int64_t w0, int64_t oo) {
-      const int64_t t = idx[yo + oo];
-      if (t < 0 || t >= taps) return;  // no selection, or not a tap
-      const int64_t d = d0 + t / (g.kH * g.kW), h = h0 + t / g.kW % g.kH,
-                    w = w0 + t % g.kW;
-      if (d < 0 || d >= g.D || h < 0 || h >= g.H || w < 0 || w >= g.W)
-        return;  // a tap in the padding
+      int64_t d, h, w;  // none: no selection (-1), not a tap, or padding
+      if (!SelectedPosition<int64_t>(g, idx[yo + oo], d0, h0, w0, &d, &h, &w))
+        return;
       acc[(d * g.H + h) * g.W + w] += T::ToF32(go[yo + oo]);
     });
     StorePlane<T>(g, acc, xs, dx + xo);
@@ -141,9 +128,8 @@ void FromInputGeneric(const Geom& g, const typename T::M* go,
       typename T::M m;
       int32_t t;
       WindowFirstMax<T>(g, x + xo, xs + 2, d0, h0, w0, &m, &t);
-      if (t < 0) return;
-      const int64_t d = d0 + t / (g.kH * g.kW), h = h0 + t / g.kW % g.kH,
-                    w = w0 + t % g.kW;
+      int64_t d, h, w;
+      if (!SelectedPosition<int64_t>(g, t, d0, h0, w0, &d, &h, &w)) return;
       acc[(d * g.H + h) * g.W + w] += T::ToF32(go[yo + oo]);
     });
     StorePlane<T>(g, acc, xs, dx + xo);

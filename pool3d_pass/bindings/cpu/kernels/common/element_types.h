@@ -11,33 +11,43 @@
 #include <cstdint>
 #include <cstring>
 
+#include "hd.h"
+
 namespace pool3d {
 
-inline uint32_t FloatBits(float f) {
+POOL3D_HD inline uint32_t FloatBits(float f) {
+#ifdef __CUDA_ARCH__
+  return __float_as_uint(f);
+#else
   uint32_t u;
   std::memcpy(&u, &f, sizeof(u));
   return u;
+#endif
 }
-inline float BitsFloat(uint32_t u) {
+POOL3D_HD inline float BitsFloat(uint32_t u) {
+#ifdef __CUDA_ARCH__
+  return __uint_as_float(u);
+#else
   float f;
   std::memcpy(&f, &u, sizeof(f));
   return f;
+#endif
 }
 
 struct F32T {
   using M = uint32_t;
   static constexpr M kAbs = 0x7fffffffu;
   static constexpr M kInf = 0x7f800000u;
-  static inline float ToF32(M v) { return BitsFloat(v); }
-  static inline M FromF32(float f) { return FloatBits(f); }
+  POOL3D_HD static inline float ToF32(M v) { return BitsFloat(v); }
+  POOL3D_HD static inline M FromF32(float f) { return FloatBits(f); }
 };
 
 struct BF16T {
   using M = uint16_t;
   static constexpr M kAbs = 0x7fff;
   static constexpr M kInf = 0x7f80;
-  static inline float ToF32(M v) { return BitsFloat(uint32_t{v} << 16); }
-  static inline M FromF32(float f) {  // round to nearest even
+  POOL3D_HD static inline float ToF32(M v) { return BitsFloat(uint32_t{v} << 16); }
+  POOL3D_HD static inline M FromF32(float f) {  // round to nearest even
     uint32_t u = FloatBits(f);
     if ((u & 0x7fffffffu) > 0x7f800000u) return M((u >> 16) | 0x40);  // NaN
     return M((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
@@ -48,7 +58,7 @@ struct F16T {
   using M = uint16_t;
   static constexpr M kAbs = 0x7fff;
   static constexpr M kInf = 0x7c00;
-  static inline float ToF32(M h) {
+  POOL3D_HD static inline float ToF32(M h) {
     uint32_t sign = uint32_t(h & 0x8000u) << 16;
     uint32_t exp = (h >> 10) & 0x1fu;
     uint32_t mant = h & 0x3ffu;
@@ -59,7 +69,7 @@ struct F16T {
     if (exp == 31) return BitsFloat(sign | 0x7f800000u | (mant << 13));
     return BitsFloat(sign | ((exp + 112u) << 23) | (mant << 13));
   }
-  static inline M FromF32(float f) {  // round to nearest even
+  POOL3D_HD static inline M FromF32(float f) {  // round to nearest even
     uint32_t x = FloatBits(f);
     uint32_t sign = (x >> 16) & 0x8000u;
     x &= 0x7fffffffu;
@@ -81,7 +91,7 @@ struct F16T {
 // +0 equals -0), else 0. Written as selects, without && or ||, so that the
 // loops using it if-convert and vectorise.
 template <class T>
-inline typename T::M EqMask(typename T::M a, typename T::M b) {
+POOL3D_HD inline typename T::M EqMask(typename T::M a, typename T::M b) {
   using M = typename T::M;
   if constexpr (sizeof(M) == 4) {
     return BitsFloat(a) == BitsFloat(b) ? M(~M(0)) : M(0);
@@ -94,14 +104,14 @@ inline typename T::M EqMask(typename T::M a, typename T::M b) {
 }
 
 template <class T>
-inline bool IsNan(typename T::M a) {
+POOL3D_HD inline bool IsNan(typename T::M a) {
   return (a & T::kAbs) > T::kInf;
 }
 
 // The value 0 + g in the element type: -0 becomes +0 (XLA's scatter starts
 // from +0), everything else is unchanged.
 template <class T>
-inline typename T::M Normalise(typename T::M g) {
+POOL3D_HD inline typename T::M Normalise(typename T::M g) {
   using M = typename T::M;
   return (g & T::kAbs) ? g : M(0);
 }
@@ -117,7 +127,7 @@ constexpr int32_t kNanKey = INT32_MIN + 1;
 constexpr int32_t kNanHighKey = INT32_MAX;
 
 template <class T>
-inline int32_t Key(typename T::M a) {  // branch-free, vectorises
+POOL3D_HD inline int32_t Key(typename T::M a) {  // branch-free, vectorises
   constexpr int kBits = int(sizeof(typename T::M) * 8);
   const int32_t mag = int32_t(a & T::kAbs);
   const int32_t neg = -int32_t((a >> (kBits - 1)) & 1);  // 0 or -1
@@ -127,7 +137,7 @@ inline int32_t Key(typename T::M a) {  // branch-free, vectorises
 }
 
 template <class T>
-inline int32_t KeyNanHigh(typename T::M a) {
+POOL3D_HD inline int32_t KeyNanHigh(typename T::M a) {
   constexpr int kBits = int(sizeof(typename T::M) * 8);
   const int32_t mag = int32_t(a & T::kAbs);
   const int32_t neg = -int32_t((a >> (kBits - 1)) & 1);
@@ -139,11 +149,11 @@ inline int32_t KeyNanHigh(typename T::M a) {
 // The two key orders as policy types for the search engines.
 struct NanLow {
   template <class T>
-  static inline int32_t KeyOf(typename T::M a) { return Key<T>(a); }
+  POOL3D_HD static inline int32_t KeyOf(typename T::M a) { return Key<T>(a); }
 };
 struct NanHigh {
   template <class T>
-  static inline int32_t KeyOf(typename T::M a) { return KeyNanHigh<T>(a); }
+  POOL3D_HD static inline int32_t KeyOf(typename T::M a) { return KeyNanHigh<T>(a); }
 };
 
 }  // namespace pool3d

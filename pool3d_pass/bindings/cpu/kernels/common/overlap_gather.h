@@ -21,6 +21,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "geometry.h"
+
 namespace pool3d {
 
 // The windows covering each position of one axis, o ascending: position i
@@ -32,9 +34,9 @@ struct AxisCover {
             int64_t scale = 1) {
     start.push_back(0);
     for (int64_t i = 0; i < n; ++i) {
-      const int64_t hi = std::min(n_out - 1, (i + p) / s);
-      for (int64_t oo = i + p - k < 0 ? 0 : (i + p - k) / s + 1; oo <= hi;
-           ++oo) {
+      int64_t lo, hi;
+      CoveringWindows<int64_t>(i + p, k, s, n_out, &lo, &hi);
+      for (int64_t oo = lo; oo <= hi; ++oo) {
         o.push_back(int32_t(oo));
         t.push_back(int32_t(i + p - oo * s));
         scaled.push_back(oo * scale);

@@ -1,0 +1,116 @@
+"""Building the CUDA kernels' library (`_cuda_kernels.so`) with nvcc: the one build description.
+
+`setup.py` calls `build()` when the package is built (so `pip install`, `pip
+install -e .` and `make wheel` get the library wherever an nvcc is found),
+and the tests call it to read ptxas' report. Standard library only: setup.py
+loads this file before the package is importable.
+
+Where nvcc comes from (`find_nvcc`, first found): `$NVCC`; `nvcc` on PATH;
+`$CUDA_HOME/bin/nvcc` (default /usr/local/cuda); the nvcc of an installed
+`nvidia-cuda-nvcc` wheel (CUDA 12: `nvidia/cuda_nvcc/bin`, CUDA 13:
+`nvidia/cu13/bin`). None: no library, and the gpu binding uses its Pallas
+kernels (`POOL3D_BUILD_CUDA=0` skips the build on purpose).
+
+What is built: SASS for sm_80 (A100) and sm_90a (H100/H200) plus PTX for
+compute_90 (JIT-compiled by the driver for later GPUs), the CUDA runtime
+linked statically (`-cudart static`: the library needs only the driver's
+libcuda.so.1 at run time, loaded when a kernel first runs, so it loads and
+registers on machines without a GPU), against the XLA FFI headers of the
+jaxlib in the build environment (the same ones as the CPU kernels: with
+pip's build isolation the OLDEST supported jaxlib, pyproject.toml).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import subprocess
+import sys
+
+LIBRARY_NAME = "_cuda_kernels.so"
+HERE = os.path.dirname(os.path.abspath(__file__))
+CPU_DIR = os.path.join(os.path.dirname(HERE), "cpu")
+SOURCES = (
+    os.path.join(HERE, "cuda", "kernels.cu"),
+    # the CPU binding's operand and attribute checks: the same errors
+    os.path.join(CPU_DIR, "kernels", "common", "validate.cc"),
+)
+INCLUDE_DIRS = (os.path.join(CPU_DIR, "kernels"), CPU_DIR, os.path.join(HERE, "cuda"))
+GENCODE = (
+    "-gencode=arch=compute_80,code=sm_80",
+    "-gencode=arch=compute_90a,code=sm_90a",
+    "-gencode=arch=compute_90,code=compute_90",
+)
+SKIP_ENV = "POOL3D_BUILD_CUDA"
+
+
+def depends() -> list[str]:
+    """Every file the library is built from (sources and headers)."""
+    files = list(SOURCES)
+    for folder in (os.path.join(HERE, "cuda"), os.path.join(CPU_DIR, "kernels", "common")):
+        files += glob.glob(os.path.join(folder, "*.h"))
+    files.append(os.path.join(CPU_DIR, "kernels", "kernels.h"))
+    return sorted(set(files))
+
+
+def _wheel_nvcc() -> str | None:
+    for entry in sys.path:
+        for sub in (("nvidia", "cuda_nvcc", "bin", "nvcc"), ("nvidia", "cu13", "bin", "nvcc")):
+            path = os.path.join(entry, *sub)
+            if os.path.isfile(path) and os.access(path, os.X_OK):
+                return path
+    return None
+
+
+def find_nvcc() -> str | None:
+    """The nvcc to build with, or None (see the module docstring for the order)."""
+    named = os.environ.get("NVCC")
+    if named:
+        return named if os.path.isfile(named) else shutil.which(named)
+    on_path = shutil.which("nvcc")
+    if on_path:
+        return on_path
+    home = os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin", "nvcc")
+    if os.path.isfile(home):
+        return home
+    return _wheel_nvcc()
+
+
+def command(nvcc: str, ffi_include_dir: str, output: str, *, ptxas_report: bool = True) -> list[str]:
+    """The nvcc command line that builds the library into `output`."""
+    cmd = [
+        nvcc, "-std=c++17", "-O3", "-shared", "-cudart", "static",
+        "-Xcompiler", "-fPIC,-fvisibility=hidden,-pthread",
+        *GENCODE,
+    ]
+    if ptxas_report:
+        cmd += ["-Xptxas", "-v"]
+    for folder in INCLUDE_DIRS:
+        cmd += ["-I", folder]
+    cmd += ["-isystem", ffi_include_dir, *SOURCES, "-o", output]
+    return cmd
+
+
+def build(output: str, ffi_include_dir: str, nvcc: str | None = None) -> tuple[bool, str]:
+    """Build the library into `output`: (whether it was built, nvcc's output or why not)."""
+    if os.environ.get(SKIP_ENV) == "0":
+        return False, f"{SKIP_ENV}=0"
+    nvcc = nvcc or find_nvcc()
+    if nvcc is None:
+        return False, "no nvcc found ($NVCC, PATH, $CUDA_HOME/bin, nvidia-cuda-nvcc wheels)"
+    os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
+    partial = output + ".partial"
+    try:
+        done = subprocess.run(
+            command(nvcc, ffi_include_dir, partial), capture_output=True, text=True, check=False
+        )
+    except OSError as error:
+        return False, f"{nvcc} did not run: {error}"
+    log = done.stdout + done.stderr
+    if done.returncode != 0 or not os.path.exists(partial):
+        if os.path.exists(partial):
+            os.remove(partial)
+        return False, f"{nvcc} failed (exit {done.returncode}):\n{log}"
+    os.replace(partial, output)
+    return True, log

@@ -1,0 +1,124 @@
+"""The CUDA kernels' library: where it is, loading it, registering its FFI handlers. No JAX imported.
+
+`_cuda_kernels.so` (built by `cuda_build.py` from `cuda/`, next to this file
+when the package was built with nvcc) holds one XLA typed-FFI handler per call
+of the contract. `register()` registers each with XLA for platform "CUDA"
+under the contract's own target name (`contract.TARGETS`), through
+`jaxlib.xla_client.register_custom_call_target`, the function
+`jax.ffi.register_ffi_target` itself calls: before JAX's CUDA client exists
+the handlers wait in jaxlib's pending list, which the client registers when
+it starts. `import pool3d_pass` runs it (`register_if_built`), so an
+executable holding the calls (compiled, deserialized, or from the persistent
+cache) runs.
+
+The library links the CUDA runtime statically: loading it needs no GPU and
+no CUDA installation (the driver is looked up when a kernel first runs).
+
+`POOL3D_CUDA_LIBRARY=/path/to/_cuda_kernels.so`, read by the first load,
+names another build.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+import threading
+
+from pool3d_pass.contract import TARGETS
+
+LIBRARY_ENV = "POOL3D_CUDA_LIBRARY"
+LIBRARY_NAME = "_cuda_kernels.so"
+XLA_PLATFORM = "CUDA"
+_FFI_API_VERSION = 1  # XLA's typed FFI (jax.ffi.register_ffi_target's api_version)
+# The handler symbol of each call kind (cuda/kernels.cu's XLA_FFI_DEFINE_HANDLER_SYMBOL).
+SYMBOLS = {
+    "backward": "Pool3dCudaMaxPooling3dBackward",
+    "forward": "Pool3dCudaMaxPooling3dForward",
+    "forward_output": "Pool3dCudaMaxPooling3dForwardOutput",
+    "backward_from_indices": "Pool3dCudaMaxPooling3dBackwardFromIndices",
+    "backward_from_input": "Pool3dCudaMaxPooling3dBackwardFromInput",
+}
+
+_lock = threading.Lock()
+_registered = False
+
+
+def library_path() -> str:
+    """The library file used: $POOL3D_CUDA_LIBRARY, else the one built into the package."""
+    return os.environ.get(LIBRARY_ENV) or os.path.join(os.path.dirname(os.path.abspath(__file__)), LIBRARY_NAME)
+
+
+def is_built() -> bool:
+    return os.path.isfile(library_path())
+
+
+@functools.cache
+def _load(path: str):
+    """(library, None) or (None, why it cannot be used); cached per path."""
+    if not os.path.isfile(path):
+        return None, f"the CUDA kernels' library is not built ({path} is missing; build the package with nvcc)"
+    try:
+        library = ctypes.CDLL(path)
+        missing = [s for kind, s in SYMBOLS.items() if kind in TARGETS and not hasattr(library, s)]
+    except OSError as error:
+        return None, f"the CUDA kernels' library {path} does not load: {error}"
+    if missing:
+        return None, f"the CUDA kernels' library {path} lacks {', '.join(missing)} (a stale build?)"
+    return library, None
+
+
+def load():
+    """The loaded library; raises ImportError saying why it cannot be used."""
+    library, reason = _load(library_path())
+    if library is None:
+        raise ImportError(reason)
+    return library
+
+
+def unavailable() -> str | None:
+    """Why the CUDA kernels cannot serve (None: the library loads)."""
+    return _load(library_path())[1]
+
+
+def _capsule(function_pointer: int):
+    """A PyCapsule holding a C function pointer, as `jax.ffi.pycapsule` makes it (without importing jax)."""
+    destructor = ctypes.CFUNCTYPE(None, ctypes.py_object)
+    new = ctypes.pythonapi.PyCapsule_New
+    new.restype = ctypes.py_object
+    new.argtypes = (ctypes.c_void_p, ctypes.c_char_p, destructor)
+    return new(function_pointer, None, destructor(0))
+
+
+def register() -> None:
+    """Register every handler for platform CUDA under its target name (idempotent, thread-safe).
+
+    Raises ImportError where the library is missing or does not load.
+    """
+    global _registered
+    if _registered:
+        return
+    with _lock:
+        if _registered:
+            return
+        library = load()
+        from jaxlib import xla_client  # noqa: PLC0415 (jaxlib, not jax: cheap)
+
+        for kind, target in TARGETS.items():
+            pointer = ctypes.cast(getattr(library, SYMBOLS[kind]), ctypes.c_void_p).value
+            xla_client.register_custom_call_target(target, _capsule(pointer), XLA_PLATFORM, _FFI_API_VERSION)
+        _registered = True
+
+
+def register_if_built() -> None:
+    """`import pool3d_pass`'s hook: register where the library is built; nothing where it is not.
+
+    A library that is there but does not load raises (the registry records the
+    failure; the gpu binding then uses its Pallas kernels and says why).
+    """
+    if is_built():
+        register()
+
+
+def is_registered() -> bool:
+    return _registered

@@ -1,0 +1,97 @@
+"""Which kernels serve the gpu binding: the CUDA library's ("cuda") or the Pallas ones ("pallas").
+
+`implementation()` is the one place that decides; the binding's functions ask
+it whenever a call is traced:
+
+- `POOL3D_GPU_IMPL=pallas`: the Pallas (Triton) kernels;
+- `POOL3D_GPU_IMPL=cuda`: the CUDA kernels; where their library is not built
+  or does not load, the Pallas kernels, with a WARNING on the `pool3d_pass`
+  logger saying why;
+- unset (or `auto`): the CUDA kernels where the library loads, else the
+  Pallas kernels; Pallas also under `POOL3D_GPU_INTERPRET=1` (interpret mode
+  is a Pallas feature).
+
+The pass caches each lowering per process: to switch within one process, call
+`use("cuda")` / `use("pallas")`, which sets the variable and clears
+pool3d_pass's caches (clear JAX's own compile caches too, `jax.clear_caches()`,
+before compiling the same program again). No JAX is imported here.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+
+from pool3d_pass.bindings.gpu import cuda_library
+
+IMPL_ENV = "POOL3D_GPU_IMPL"
+INTERPRET_ENV = "POOL3D_GPU_INTERPRET"  # calls.INTERPRET_ENV (calls.py imports JAX)
+CUDA, PALLAS, AUTO = "cuda", "pallas", "auto"
+CHOICES = (CUDA, PALLAS, AUTO)
+
+logger = logging.getLogger("pool3d_pass")
+
+
+def requested() -> str:
+    """The choice in $POOL3D_GPU_IMPL: "cuda", "pallas" or "auto" (unset, empty or unknown)."""
+    value = os.environ.get(IMPL_ENV, "").strip().lower() or AUTO
+    if value not in CHOICES:
+        _warn_once(f"{IMPL_ENV}={value!r} is not one of {', '.join(CHOICES)}; using auto")
+        return AUTO
+    return value
+
+
+def implementation() -> str:
+    """"cuda" or "pallas": the kernels the gpu binding's calls use now."""
+    choice = requested()
+    if choice == PALLAS or (choice == AUTO and os.environ.get(INTERPRET_ENV, "") == "1"):
+        return _chosen(PALLAS, "asked for" if choice == PALLAS else "interpret mode")
+    reason = cuda_library.unavailable()
+    if reason is None:
+        return _chosen(CUDA, cuda_library.library_path())
+    if choice == CUDA:
+        _warn_once(f"{IMPL_ENV}=cuda, but the CUDA kernels cannot be used: {reason}; using the Pallas kernels")
+    return _chosen(PALLAS, reason)
+
+
+def describe() -> str:
+    """One line: which kernels serve and why (for logs and check scripts)."""
+    name = implementation()
+    if name == CUDA:
+        return f"CUDA kernels ({cuda_library.library_path()})"
+    reason = cuda_library.unavailable()
+    return f"Pallas kernels ({reason or 'asked for'})"
+
+
+def summary() -> str:
+    """A short phrase for remarks: "CUDA kernels", or "Pallas kernels (<short reason>)"."""
+    if implementation() == CUDA:
+        return "CUDA kernels"
+    if requested() == PALLAS:
+        return "Pallas kernels (asked for)"
+    if os.environ.get(INTERPRET_ENV, "") == "1" and requested() == AUTO:
+        return "Pallas kernels (interpret mode)"
+    reason = cuda_library.unavailable() or ""
+    return f"Pallas kernels ({'CUDA library not built' if 'not built' in reason else 'CUDA library unusable'})"
+
+
+def use(name: str) -> None:
+    """Select the implementation for the rest of the process ("cuda", "pallas" or "auto"); clears pool3d caches."""
+    if name not in CHOICES:
+        raise ValueError(f"implementation must be one of {', '.join(CHOICES)}, got {name!r}")
+    os.environ[IMPL_ENV] = name
+    from pool3d_pass import caches  # noqa: PLC0415
+
+    caches.clear_caches()
+
+
+@functools.cache
+def _chosen(name: str, why: str) -> str:
+    logger.info("gpu binding: the %s kernels serve (%s)", name, why)
+    return name
+
+
+@functools.cache
+def _warn_once(message: str) -> None:
+    logger.warning("gpu binding: %s", message)
