@@ -136,7 +136,8 @@ def run_stage(args, seconds: float) -> int:
 
         if dry_run:  # interpret-mode compiles are slow
             numerics.CONFIGS = numerics.CONFIGS[:1]
-        return CHECK_FAILED if numerics.run(rec, budget, calls, reference, _log) else 0
+        cpu = numerics.cpu_kernels() if implementation() == "cuda" else None
+        return CHECK_FAILED if numerics.run(rec, budget, calls, reference, _log, cpu) else 0
     if args.stage == "int64":
         from device_check import numerics
         from pool3d_pass.bindings import reference

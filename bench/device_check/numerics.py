@@ -6,7 +6,9 @@ kinds of input: tie-heavy integers; NaN, +-inf and -0/+0 with a plane of
 -inf only; subnormal numbers (inputs and gradients). Rules: forward maxima
 and indices bit for bit equal to the reference's; the three gradient calls
 equal each other bit for bit; the gradient bit for bit where windows do not
-overlap, else within the f32 summation bound. Each gpu program runs twice on
+overlap, else within the f32 summation bound. Where the CUDA kernels serve,
+every result must also equal the CPU kernels' bit for bit (same summation
+order). Each gpu program runs twice on
 the same inputs and must give the same bits (determinism). Last, one case
 with 2^31 elements (64-bit offsets), compared on the device (its own stage).
 """
@@ -99,9 +101,18 @@ def program(module, attrs, x_shape):
     return jax.jit(run)
 
 
-def compare(got: dict, again: dict, ref: dict, overlap: bool, dtype_name: str) -> tuple[list[str], dict]:
-    """Problems of one run against the reference (empty: it passed), and its figures."""
+def compare(got: dict, again: dict, ref: dict, overlap: bool, dtype_name: str, cpu: dict | None = None
+            ) -> tuple[list[str], dict]:
+    """Problems of one run against the reference (empty: it passed), and its figures.
+
+    `cpu`: the CPU kernels' results on the same inputs, where the CUDA kernels serve: they sum each
+    gradient in the CPU scatter's order, so every result must equal the CPU's bit for bit.
+    """
     problems = []
+    if cpu is not None:
+        differ = [k for k in got if k in cpu and not same_bits(got[k], cpu[k])]
+        if differ:
+            problems.append(f"differs from the CPU kernels bit for bit: {', '.join(differ)}")
     if not same_bits(got["y"], ref["y"]) or not same_bits(got["y_only"], ref["y"]):
         problems.append("forward maxima differ from the reference")
     if not same_bits(got["index"], ref["index"]):
@@ -122,8 +133,23 @@ def compare(got: dict, again: dict, ref: dict, overlap: bool, dtype_name: str) -
     return problems, {"gradient_bit_exact": exact, "gradient_max_diff": diff}
 
 
-def run(rec, budget, calls_module, reference_module, log) -> int:
-    """Records one row per (config, layout, dtype, inputs); returns the number of failures."""
+def cpu_kernels():
+    """The CPU binding's calls module where its kernels load (None: not here), for a bit-for-bit reference."""
+    try:
+        from pool3d_pass.bindings import cpu
+
+        cpu.register()
+        return cpu
+    except Exception:  # noqa: BLE001 - no CPU kernels: the reference binding alone
+        return None
+
+
+def run(rec, budget, calls_module, reference_module, log, cpu_module=None) -> int:
+    """Records one row per (config, layout, dtype, inputs); returns the number of failures.
+
+    `cpu_module`: also compare bit for bit with the CPU kernels (run on the host), where the CUDA
+    kernels serve.
+    """
     import time
 
     import jax
@@ -141,12 +167,17 @@ def run(rec, budget, calls_module, reference_module, log) -> int:
                 start = time.monotonic()
                 x_shape = shape if layout == "NCDHW" else (shape[0], *shape[2:], shape[1])
                 ours, theirs = program(calls_module, attrs, x_shape), program(reference_module, attrs, x_shape)
+                on_cpu = None if cpu_module is None else program(cpu_module, attrs, x_shape)
                 for seed, kind in enumerate(KINDS):
                     x, g = inputs(shape, kernel, stride, padding, layout, dtype_name, kind, seed)
                     got = {k: np.asarray(v) for k, v in ours(x, g).items()}
                     again = {k: np.asarray(v) for k, v in ours(x, g).items()}
                     ref = {k: np.asarray(v) for k, v in theirs(x, g).items()}
-                    problems, figures = compare(got, again, ref, overlap, dtype_name)
+                    cpu = None
+                    if on_cpu is not None:
+                        host = jax.devices("cpu")[0]
+                        cpu = {k: np.asarray(v) for k, v in on_cpu(jax.device_put(x, host), jax.device_put(g, host)).items()}
+                    problems, figures = compare(got, again, ref, overlap, dtype_name, cpu)
                     failures += bool(problems)
                     rec.record("calls", item=label, inputs=kind, dtype=dtype_name, layout=layout, overlap=overlap,
                                problems=problems, **figures)

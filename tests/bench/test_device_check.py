@@ -111,3 +111,18 @@ def test_a_run_killed_part_way_keeps_valid_json_lines(tmp_path):
     lines = (tmp_path / JSONL).read_text().splitlines()
     complete = [json.loads(line) for line in lines[:-1]]  # every line but a possibly cut last one
     assert complete[0]["kind"] == "run" and len([r for r in read_records(tmp_path) if r["kind"] == "jobs"]) >= 2
+
+
+def test_cuda_results_must_equal_the_cpu_kernels_bit_for_bit():
+    import numpy as np
+
+    from device_check.numerics import compare
+
+    y = np.array([1.0, np.nan, -0.0], np.float32)
+    got = {"y": y, "y_only": y, "index": np.array([0, -1, 2], np.int16), "from_indices": y, "backward": y,
+           "from_input": y}
+    assert compare(got, got, got, False, "float32", cpu=dict(got)) == ([], {"gradient_bit_exact": True,
+                                                                             "gradient_max_diff": 0.0})
+    other = dict(got, backward=np.array([1.0, np.nan, 0.0], np.float32))  # +0 where the CPU has -0
+    problems, _ = compare(got, got, got, False, "float32", cpu=other)
+    assert problems == ["differs from the CPU kernels bit for bit: backward"]
