@@ -29,6 +29,8 @@ from jax import lax
 from pool3d_pass.bindings import cpu
 from pool3d_pass.contract import NO_SELECTION, TARGETS, pooled_extent
 
+from float_bits import float_bits
+
 DTYPES = {"f32": np.dtype(np.float32), "bf16": np.dtype(ml_dtypes.bfloat16), "f16": np.dtype(np.float16)}
 HALF_ULP = {"f32": 2.0**-24, "bf16": 2.0**-8, "f16": 2.0**-11}
 
@@ -101,8 +103,8 @@ def cast(a32, dtype):
 
 
 def bits(a):
-    a = np.asarray(a)
-    return a.view({4: np.uint32, 2: np.uint16}[a.dtype.itemsize])
+    """Every bit, NaN payloads included (the kernels keep the window's first NaN): tests/support/float_bits.py."""
+    return float_bits(a, nan="exact")
 
 
 # ---------------------------------------------------------------------------

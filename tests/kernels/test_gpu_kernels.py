@@ -27,6 +27,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from contract_numpy import assert_bit_exact, check_pool_gradient, max_pool_grad_reference
+from float_bits import assert_same_bits
 
 from pool3d_pass.bindings import reference as jax_reference
 from pool3d_pass.bindings.gpu import calls, kernels
@@ -66,9 +67,7 @@ def all_calls(x, g, attrs):
 
 def assert_same_floats(actual, expected, what):
     """Bitwise, except that any NaN matches any NaN (payloads and signs are not in the contract)."""
-    nan = np.isnan(expected.astype(np.float64))
-    assert np.array_equal(np.isnan(actual.astype(np.float64)), nan), f"{what}: NaN positions differ"
-    assert_bit_exact(np.where(nan, 0, actual).astype(actual.dtype), np.where(nan, 0, expected).astype(expected.dtype), what)
+    assert_same_bits(actual, expected, what, nan="any")
 
 
 def check_all(x, g, kernel_size, stride, padding, layout, *, finite=True):
