@@ -1,7 +1,7 @@
 """The one bit-level comparison of floats behind every "bit for bit" claim of the suite.
 
-``float_bits(a, nan=...)`` views a float array (f32, bf16, f16, f64) as unsigned
-integers of its width, and ``assert_same_bits`` compares two arrays that way:
+``float_bits(a, nan=...)`` views a float array (f32, bf16, f16, f64; an integer
+array as it is) as unsigned integers of its width, and ``assert_same_bits`` compares two arrays that way:
 same dtype, same shape, same bits. So the sign of zero matters (``+0`` is
 ``0x0000``, ``-0`` is ``0x8000``) and infinities are compared as numbers.
 
@@ -33,10 +33,8 @@ def float_bits(a, *, nan: str = "any") -> np.ndarray:
     if nan not in NAN_MODES:
         raise ValueError(f"nan must be one of {NAN_MODES}, got {nan!r}")
     array = np.ascontiguousarray(np.asarray(a))
-    if array.dtype.kind not in "fV" and array.dtype.name != "bfloat16":
-        raise TypeError(f"float_bits takes a float array, got {array.dtype}")
     unsigned = np.dtype(f"u{array.dtype.itemsize}")
-    if nan == "exact":
+    if nan == "exact" or array.dtype.kind in "biu":  # integer results (step counters): their bits
         return array.view(unsigned)  # a view: writing to it writes the floats (a contiguous input's own)
     out = array.view(unsigned).copy()
     out[np.isnan(array.astype(np.float64))] = np.iinfo(unsigned).max
