@@ -26,6 +26,8 @@ from jax import lax
 from pool3d_pass.bindings import cpu, cpu_partitioned, reference
 from pool3d_pass.contract import FORWARD_OUTPUT, TARGETS
 from pool3d_pass.contract.sharding import sharding_rule
+
+from kernel_examples import KernelExamples
 from test_cpu_kernel_layer import (
     DTYPES,
     KINDS,
@@ -79,13 +81,16 @@ def _same_nan_and_bits(ours, xla, msg):
     np.testing.assert_array_equal(bits(ours)[keep], bits(xla)[keep], err_msg=msg)
 
 
-def check_forward_output(x32_ncdhw, dtype, k, s, p, layout, kind, check_xla=True):
+def check_forward_output(x32_ncdhw, dtype, k, s, p, layout, kind, check_xla=True, kernel=None):
     """forward_output == the forward call's output == the contract's maximum, bit for
     bit (NaN maxima: the window's first NaN); and XLA's reduce_window where XLA
-    itself gives IEEE's maximum (see test_xla_reduce_window_signed_zeros)."""
+    itself gives IEEE's maximum (see test_xla_reduce_window_signed_zeros).
+    `kernel` (a KernelExamples) counts the call of the forward-output kernel."""
     x = to_layout(cast(x32_ncdhw, dtype), layout)
     k, s, p = tuple(k), tuple(s), tuple(p)
     y = np.asarray(_forward_output(k, s, p, layout)(x))
+    if kernel is not None:
+        kernel.reached()
     y_spec, _ = spec_forward(from_layout(x, layout), k, s, p)
     np.testing.assert_array_equal(bits(from_layout(y, layout)), bits(y_spec), err_msg=f"{kind}: contract maximum")
     y_fwd, _ = cpu.max_pooling_3d_forward(x, kernel_size=k, stride=s, padding=p, data_format=layout)
@@ -134,22 +139,33 @@ def test_xla_reduce_window_signed_zeros():
     np.testing.assert_array_equal(~np.signbit(y), any_plus)
 
 
-@settings(max_examples=25, deadline=None)
-@given(
-    data=st.data(),
-    dtype=st.sampled_from(sorted(DTYPES)),
-    kind=st.sampled_from(KINDS),
-)
-def test_drawn_channels_last_configurations(data, dtype, kind):
-    k = tuple(data.draw(st.integers(1, 3)) for _ in range(3))
-    s = tuple(data.draw(st.integers(1, 3)) for _ in range(3))
-    p = tuple(data.draw(st.integers(0, kk - 1)) for kk in k)
-    spatial = tuple(data.draw(st.integers(max(1, kk - 2 * q), 6)) for kk, q in zip(k, p))
-    shape = (data.draw(st.integers(1, 2)), data.draw(st.integers(1, 256))) + spatial
-    x32 = make_x(kind, shape, seed=data.draw(st.integers(0, 1000)))
-    check_against_spec(x32, DTYPES[dtype], k, s, p, "NDHWC", kind, check_xla=False)
-    layout = data.draw(st.sampled_from(["NCDHW", "NDHWC"]))
-    check_forward_output(x32, DTYPES[dtype], k, s, p, layout, kind, check_xla=False)
+DRAWN_EXAMPLES = 80
+
+
+def test_drawn_channels_last_configurations():
+    # Every draw is a configuration the kernels accept (padding below the window).
+    layer, forward_output = KernelExamples(), KernelExamples()
+
+    @settings(max_examples=DRAWN_EXAMPLES)
+    @given(
+        data=st.data(),
+        dtype=st.sampled_from(sorted(DTYPES)),
+        kind=st.sampled_from(KINDS),
+    )
+    def drawn(data, dtype, kind):
+        k = tuple(data.draw(st.integers(1, 3)) for _ in range(3))
+        s = tuple(data.draw(st.integers(1, 3)) for _ in range(3))
+        p = tuple(data.draw(st.integers(0, kk - 1)) for kk in k)
+        spatial = tuple(data.draw(st.integers(max(1, kk - 2 * q), 6)) for kk, q in zip(k, p))
+        shape = (data.draw(st.integers(1, 2)), data.draw(st.integers(1, 256))) + spatial
+        x32 = make_x(kind, shape, seed=data.draw(st.integers(0, 1000)))
+        check_against_spec(x32, DTYPES[dtype], k, s, p, "NDHWC", kind, check_xla=False, kernel=layer)
+        layout = data.draw(st.sampled_from(["NCDHW", "NDHWC"]))
+        check_forward_output(x32, DTYPES[dtype], k, s, p, layout, kind, check_xla=False, kernel=forward_output)
+
+    drawn()
+    layer.assert_at_least(DRAWN_EXAMPLES)
+    forward_output.assert_at_least(DRAWN_EXAMPLES)
 
 
 def test_stride_one_rows_longer_than_a_lane_chunk():
