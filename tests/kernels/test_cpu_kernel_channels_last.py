@@ -50,7 +50,15 @@ WINDOWS = [
     ((1, 3, 3), (1, 1, 2), (0, 1, 1)),  # stride 1 along D and H only
     ((2, 2, 1), (3, 2, 2), (0, 1, 0)),  # no overlap, gaps along D and W, rows no window covers
 ]
-CHANNELS = [1, 3, 7, 8, 15, 17, 33, 64, 100, 256, 257]
+
+
+def sweep(values, core):
+    """Channel counts: those outside `core` carry the `channel_sweep` mark, which the JAX 0.9
+    half of `make test` deselects (the Makefile's PASS_TESTS) to stay within CI's time."""
+    return [v if v in core else pytest.param(v, marks=pytest.mark.channel_sweep) for v in values]
+
+
+CHANNELS = sweep([1, 3, 7, 8, 15, 17, 33, 64, 100, 256, 257], core={1, 8, 17, 257})
 
 
 def _ids(w):
@@ -186,7 +194,7 @@ DISJOINT = [
 
 
 @pytest.mark.parametrize("dtype", sorted(DTYPES))
-@pytest.mark.parametrize("channels", [3, 8, 16, 20, 24, 32, 64, 256])
+@pytest.mark.parametrize("channels", sweep([3, 8, 16, 20, 24, 32, 64, 256], core={3, 20, 256}))
 @pytest.mark.parametrize("window", DISJOINT, ids=lambda w: f"k{w[0]}-s{w[1]}")
 def test_disjoint_windows_over_channel_counts(window, channels, dtype):
     k, s = window
@@ -254,7 +262,7 @@ OVERLAP_GATHER = [
 ]
 
 
-@pytest.mark.parametrize("channels", [32, 40, 48, 64, 100, 128])
+@pytest.mark.parametrize("channels", sweep([32, 40, 48, 64, 100, 128], core={40, 100}))
 @pytest.mark.parametrize("window", OVERLAP_GATHER, ids=_ids)
 def test_overlapping_bf16_gather_matches_the_scatter_bit_for_bit(window, channels):
     # The gather adds each element's windows in (od, oh, ow) order in f32 and
