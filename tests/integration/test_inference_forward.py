@@ -5,8 +5,9 @@ configurations the CPU binding accepts (bindings/cpu/speed.py: where its
 kernel was measured faster than XLA's reduce_window), both layouts and every
 element type: the compiled program holds the call and no reduce_window. Its
 output equals the StableHLO spec's max pool (IEEE maximum: NaN propagates,
-+0 > -0; NaN payloads aside: tests/support/float_bits.py, nan="any") bit for bit on tie-heavy inputs with -inf, NaN,
--0 and +0, and equals jax.jit's bit for bit where XLA:CPU itself follows the
++0 > -0; a NaN matches any NaN and nothing else: tests/support/float_bits.py,
+nan="any") bit for bit on tie-heavy inputs with -inf, NaN, -0 and +0, and
+equals jax.jit's bit for bit where XLA:CPU itself follows the
 spec (no NaN, no mixed signed zeros; XLA:CPU's deviations: docs/contract.md). Configurations the binding
 refuses keep XLA's reduce_window, with a remark; min pooling stays untouched;
 neutral output never gets the call; a training step keeps its forward call,

@@ -122,8 +122,9 @@ def configs(draw, dtypes=(F32,), pad_kinds=PAD_KINDS, max_elements=6000):
     starts at most at `n + hi - k <= n - 1`). One pooled dimension (the
     "anchor") surely pools (window >= 2) and carries the padding kind's
     asymmetry, so no draw is a window of ones or lacks its asymmetry, and none
-    is filtered out. Too many elements shrink the parallel dimensions, then
-    the pooled sizes towards the window (at most 3**3 * 5**3 elements then).
+    is filtered out. Too many elements set the largest parallel dimensions to
+    1, then halve the pooled sizes' excess over the window (5**3 elements at
+    the end of that road, far below `max_elements`).
     The refusals (a window wholly in padding, a window of ones, pooled
     dimensions spread too far) have their own tests below.
     """
