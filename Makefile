@@ -194,27 +194,30 @@ check-jax:
 # --- The gpu binding (docs/gpu.md) ----------------------------------------------
 # gpu-compile-check: XLA:GPU's deviceless compile for an NVIDIA H200, no GPU needed, in
 # its own venv $(GPU_VENV) (the CUDA plugin must not reach the main venvs: JAX would try
-# to start it in every test). Installs JAX $(GPU_JAX), jax-cuda12-plugin/-pjrt of that
-# version and nvidia-cuda-nvcc-cu12 (ptxas; ~240 MB of wheels, ~5 s to install here, the
-# whole venv ~1 min), then runs tests/integration/test_gpu_deviceless.py there and compiles every
-# rewritten bench program (scripts/gpu_compile_check.py: Triton calls, ptxas registers,
-# no spills). Run by hand; `make test` skips those tests (their reason says so).
-# gpu-check: the device check (scripts/gpu_check.py), on a machine with an NVIDIA GPU and
-# JAX's CUDA plugin, with that machine's own Python ($(GPU_CHECK_PYTHON)); a CPU dry run:
+# to start it in every test). Installs JAX $(GPU_JAX), jax-cuda$(GPU_CUDA)-plugin/-pjrt of that
+# version and the CUDA $(GPU_CUDA) nvcc wheel (ptxas), then runs tests/integration/test_gpu_deviceless.py
+# there and compiles every rewritten bench program (scripts/gpu_compile_check.py: Triton calls,
+# ptxas registers, no spills). GPU_CUDA=12 or 13 (the lent H200 machine has JAX's CUDA 13 plugin).
+# Run by hand; `make test` skips those tests (their reason says so).
+# gpu-check: the device check (scripts/gpu_check.py, docs/gpu.md "The device check"), on a
+# machine with an NVIDIA GPU and JAX's CUDA plugin, with that machine's own Python
+# ($(GPU_CHECK_PYTHON)); results under $$OUT, else bench/results/gpu_check/. A CPU dry run:
 # `make gpu-check GPU_CHECK_ARGS=--platform=cpu`.
 .PHONY: gpu-compile-check gpu-check
 GPU_PYTHON       ?= $(PYTHON312)
 GPU_JAX          ?= $(JAX)
-GPU_VENV         ?= .venv-gpu
+GPU_CUDA         ?= 13
+GPU_VENV         ?= .venv-gpu-cuda$(GPU_CUDA)
 GPU_STAMP        := $(GPU_VENV)/.pool3d-gpu-installed
 GPU_CHECK_PYTHON ?= python3
 GPU_CHECK_ARGS   ?=
+GPU_NVCC_WHEEL   := $(if $(filter 12,$(GPU_CUDA)),nvidia-cuda-nvcc-cu12,'nvidia-cuda-nvcc>=13,<14')
 
 $(GPU_STAMP):
 	$(call need_python,$(GPU_PYTHON),$(PYTHON_VERSION))
 	test -x $(GPU_VENV)/bin/python || $(GPU_PYTHON) -m venv $(GPU_VENV)
 	$(GPU_VENV)/bin/python -m pip --disable-pip-version-check -q install jax==$(GPU_JAX) jaxlib==$(GPU_JAX) \
-	  jax-cuda12-plugin==$(GPU_JAX) jax-cuda12-pjrt==$(GPU_JAX) nvidia-cuda-nvcc-cu12 pytest hypothesis
+	  jax-cuda$(GPU_CUDA)-plugin==$(GPU_JAX) jax-cuda$(GPU_CUDA)-pjrt==$(GPU_JAX) $(GPU_NVCC_WHEEL) pytest hypothesis
 	touch $@
 
 gpu-compile-check: $(GPU_STAMP)
@@ -223,3 +226,17 @@ gpu-compile-check: $(GPU_STAMP)
 
 gpu-check:
 	PYTHONPATH=$(CURDIR) $(GPU_CHECK_PYTHON) scripts/gpu_check.py $(GPU_CHECK_ARGS)
+
+# --- The neuron binding (docs/neuron.md) -----------------------------------------------
+# neuron-check: on a Trn2/Trn3 host, in the Neuron SDK's JAX environment (Neuron SDK 2.33+;
+# $(NEURON_PYTHON), the environment's python): every fixture's and bench layer's backward
+# call through the NKI kernel against the contract's reference and the kernel's numpy
+# transcription, every fixture and bench program against the contract, each timed against
+# neuronx-cc's own select_and_scatter (tests/support/neuron_check.py; report in
+# build/neuron-check.json). Elsewhere one line "neuron-check skipped: ...", exit 0.
+# A CPU run of the same steps with the reference binding: NEURON_CHECK_ARGS=--dry-run.
+NEURON_PYTHON     ?= python3
+NEURON_CHECK_ARGS ?=
+.PHONY: neuron-check
+neuron-check:
+	PYTHONPATH=$(CURDIR) $(NEURON_PYTHON) tests/support/neuron_check.py $(NEURON_CHECK_ARGS)

@@ -48,7 +48,7 @@ class _BuildExt(build_ext):
             # -fno-strict-overflow (3.12+) in Python's own CFLAGS, which
             # setuptools puts first (GCC needs the first for pointers, clang the
             # second): with signed overflow defined, fewer loops are optimised
-            # (docs/benchmarks.md, "Build flags").
+            # (CHANGELOG.md, "Build flags").
             flags = ["-O3", "-std=c++17", "-ftree-vectorize", "-fvisibility=hidden",
                      "-fno-math-errno", "-fstrict-overflow", "-fno-wrapv", "-pthread", "-Wall"]
             link = ["-pthread"]

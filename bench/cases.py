@@ -69,9 +69,8 @@ class Case:
         return self.shape[:2] + out_sp
 
 
-# Repeats of the channels-last cases: their calls take 0.3-3 ms, where one burst from another
-# tenant moves a repeat by 1.3x-1.7x (two runs 25 minutes apart measured one program at 2.2
-# and 2.6 ms, the kernel alone at 1.75); the min of more repeats is steadier.
+# More repeats for the channels-last cases: their calls take milliseconds, so a burst of another
+# tenant's load moves one repeat a lot, and the min of more repeats is steadier.
 NDHWC_REPEATS = 20
 
 FULL_CASES = [

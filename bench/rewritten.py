@@ -40,8 +40,9 @@ HLO_OPS = ("reduce-window", "select-and-scatter", "scatter", "transpose", "copy"
 def binding_has_layer_calls() -> bool:
     """Whether the cpu binding runs the indices strategy's calls (then `auto` picks `indices` on CPU)."""
     from pool3d_pass.bindings.registry import binding_for
+    from pool3d_pass.rewriting.strategy import preferred_strategy
 
-    return binding_for("cpu").preferred_strategy() == "indices"
+    return preferred_strategy(binding_for("cpu")) == "indices"
 
 
 def _jit_takes_strategy() -> bool:

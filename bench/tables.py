@@ -6,13 +6,15 @@ bench/run.py --table-from PATH` reprints a stored run exactly.
 
 from __future__ import annotations
 
-# Targets (benchmarks, not tests): name -> threshold.
-USER_VS_XLA = 15.0                 # issue 9: pool3d_pass.jit >= 15x XLA, both jobs, every shape
-USER_VS_TORCH = 2.0                # issue 9: pool3d_pass.jit >= 2x torch doing the same job
-KERNEL_VS_XLA_FIRST_SHAPE = 20.0   # kernel at least 20x faster than XLA on the first shape
-KERNEL_VS_TORCH = 1.0              # faster than torch on every shape
-KERNELS_VS_TORCH = 1.5             # issue 16: forward and from_indices >= 1.5x torch's same-job kernels
-FLOOR_FRACTION = 0.5               # at least half the floor's speed
+# Targets (benchmarks, not tests): name -> threshold. Judged on full runs only: a smoke run's tiny
+# shapes measure the harness, not the kernels (render() prints no verdicts for mode "quick").
+USER_VS_XLA = 15.0                 # a layer's job under pool3d_pass.jit >= 15x jax.jit's, both jobs, every shape
+USER_VS_TORCH = 2.0                # a layer's job under pool3d_pass.jit >= 2x PyTorch doing the same job
+RECOMPUTE_VS_XLA_FIRST_SHAPE = 20.0  # the recompute kernel >= 20x XLA's gradient on the first shape
+RECOMPUTE_VS_TORCH = 1.0           # the recompute kernel faster than PyTorch's indices backward, every shape
+LAYER_KERNELS_VS_TORCH = 1.5       # forward and from_indices >= 1.5x PyTorch's same-job kernels
+FLOOR_FRACTION = 0.5               # the recompute kernel at least half the copy floor's speed
+INFERENCE_VS_JIT = 0.95            # an inference program never slower than jax.jit's (0.95: the noise)
 PASS_VS_CANONICALIZE = 2.0         # pass no more than 2x canonicalize's time
 LINEARITY = 1.25                   # time(10x) / (10 * time(1x)) at most this: "linear"
 
@@ -238,7 +240,7 @@ def _with_ceiling(target: str, v: float, bar: float, ceiling: float | None, boun
 
 
 def _torch_bound(r: dict, floor_key: str, call_key: str) -> tuple[float | None, str]:
-    """torch over JAX's call plus the floor where the run measured that call (runs before 2026-12-03 did not),
+    """torch over JAX's call plus the floor where the run measured that call (older runs did not),
     else torch over the floor."""
     if r.get(call_key) is not None:
         return r[call_key], "torch / (JAX's call + floor)"
@@ -267,15 +269,16 @@ def targets(result: dict) -> list[dict]:
                                              r["torch_vs_pool3d"], USER_VS_TORCH, *_torch_bound(r, "torch_vs_floor",
                                              "torch_vs_jax_call_and_floor")))
     fwd = result.get("forward")
-    if fwd:  # issue 16: the forward never behind XLA; the layer kernels >= 1.5x torch's same job
+    if fwd:  # the forward never behind XLA; the layer kernels against PyTorch's same job
         for c in fwd["cases"]:
             r = c["ratios_of_min"]
             for key, what, bar in (("xla_vs_pool3d", "forward (y, indices) >= 1x XLA reduce_window", 1.0),
                                    ("xla_vs_pool3d_output", "forward_output >= 1x XLA reduce_window", 1.0),
                                    # "never slower": the rewritten inference program against jax.jit's
-                                   ("xla_vs_inference", "inference program not slower than jax.jit (>= 0.95x, noise)", 0.95),
-                                   ("torch_indices_vs_pool3d", f"forward >= {KERNELS_VS_TORCH:g}x torch with indices",
-                                    KERNELS_VS_TORCH)):
+                                   ("xla_vs_inference", f"inference program not slower than jax.jit (>= {INFERENCE_VS_JIT:g}x, noise)",
+                                    INFERENCE_VS_JIT),
+                                   ("torch_indices_vs_pool3d", f"forward >= {LAYER_KERNELS_VS_TORCH:g}x torch with indices",
+                                    LAYER_KERNELS_VS_TORCH)):
                 if r.get(key) is None:
                     continue
                 if key == "xla_vs_inference" and c["checks"].get("inference_rewritten") is False:
@@ -292,22 +295,22 @@ def targets(result: dict) -> list[dict]:
             r = c["ratios_of_min"]
             v = r.get("from_indices_vs_torch_speedup")
             if v is not None:
-                out.append(_with_ceiling(f"from_indices >= {KERNELS_VS_TORCH:g}x torch's indices backward, {c['case']}",
-                                         v, KERNELS_VS_TORCH, *_torch_bound(r, "torch_vs_from_indices_floor",
+                out.append(_with_ceiling(f"from_indices >= {LAYER_KERNELS_VS_TORCH:g}x torch's indices backward, {c['case']}",
+                                         v, LAYER_KERNELS_VS_TORCH, *_torch_bound(r, "torch_vs_from_indices_floor",
                                                                             "torch_vs_jax_call_and_from_indices_floor")))
     if pool and pool["cases"]:
         first = pool["cases"][0]
         v = first["ratios_of_min"]["kernel_vs_xla_speedup"]
-        out.append({"target": f"kernel >= {KERNEL_VS_XLA_FIRST_SHAPE:g}x faster than XLA on {first['case']}",
-                    "measured": f"{v:.3g}x", "met": v >= KERNEL_VS_XLA_FIRST_SHAPE})
+        out.append({"target": f"recompute kernel >= {RECOMPUTE_VS_XLA_FIRST_SHAPE:g}x XLA on {first['case']}",
+                    "measured": f"{v:.3g}x", "met": v >= RECOMPUTE_VS_XLA_FIRST_SHAPE})
         if pool["cases"][0]["ratios_of_min"].get("kernel_vs_torch_speedup") is not None:
             for c in pool["cases"]:
                 v = c["ratios_of_min"]["kernel_vs_torch_speedup"]
-                out.append({"target": f"kernel faster than torch on {c['case']}",
-                            "measured": f"{v:.3g}x", "met": v > KERNEL_VS_TORCH})
+                out.append({"target": f"recompute kernel faster than torch on {c['case']}",
+                            "measured": f"{v:.3g}x", "met": v > RECOMPUTE_VS_TORCH})
         for c in pool["cases"]:
             v = c["ratios_of_min"]["floor_fraction"]
-            out.append({"target": f"kernel >= {FLOOR_FRACTION:g} of floor speed on {c['case']}",
+            out.append({"target": f"recompute kernel >= {FLOOR_FRACTION:g} of floor speed on {c['case']}",
                         "measured": f"{v:.2f}", "met": v >= FLOOR_FRACTION})
     ps = result.get("pass_speed")
     if ps:
@@ -320,20 +323,24 @@ def targets(result: dict) -> list[dict]:
         out.append({"target": f"pass grows linearly ({ps['synthetic']['growth']}: linearity <= {LINEARITY:g})",
                     "measured": f"{v:.2f}", "met": v <= LINEARITY})
     flax = result.get("flax_c3d")
-    if flax:  # issue 16: inference programs never slower; the train step reported, not a target
+    if flax:  # inference programs never slower; the train step is reported, not a target
         for p in flax["precisions"]:
             v = p["inference"]["speedup_of_min"]
-            what = f"inference program not slower than jax.jit (>= 0.95x, noise), flax C3D {p['precision']}"
+            what = f"inference program not slower than jax.jit (>= {INFERENCE_VS_JIT:g}x, noise), flax C3D {p['precision']}"
             if p["inference"]["forward_output_calls"] == 0:
                 out.append(_same_program(what, v))
             else:
-                out.append({"target": what, "measured": f"{v:.3g}x", "met": v >= 0.95})
+                out.append({"target": what, "measured": f"{v:.3g}x", "met": v >= INFERENCE_VS_JIT})
     return out
 
 
 def targets_table(items: list[dict]) -> list[str]:
     return _table(["target", "measured", "met"], [[t["target"], t["measured"], "yes" if t["met"] else "**no**"]
                                                   for t in items])
+
+
+SMOKE_NOTE = ("Smoke run (--quick): every section ran on tiny shapes and its checks are above; the harness works. "
+              "No target verdicts: shapes this small measure call overhead, not the kernels (make bench judges them).")
 
 
 def render(result: dict) -> str:
@@ -370,6 +377,9 @@ def render(result: dict) -> str:
         lines += ["", f"### {next(number)}. Flax C3D-style model, NDHWC: train and inference steps "
                   "(ms: min (median); ratios: of mins (of medians))", ""]
         lines += flax_table(result["flax_c3d"])
+    if result.get("mode") == "quick":
+        lines += ["", SMOKE_NOTE]
+        return "\n".join(lines)
     items = targets(result)
     if items:
         lines += ["", "### Targets", ""] + targets_table(items)

@@ -7,16 +7,11 @@ a burst of noise from another tenant of this shared machine hits every variant
 alike, so ratios of the figures are fairer than the figures themselves.
 
 Before every timed call, `settle()` (untimed) allocates, fills and frees a
-128 MiB numpy array, so every call starts from the same memory state. This
-matters: measured on this machine at load 0.7, a call right after XLA's own
-pooling program on the largest shape took 3-4x as long as the same call
-after anything else (pool3d_pass.jit's gradient 98-230 ms against 23 ms;
-even `-x` 123 ms against 45 ms), and a 2 s pause did not help, but any large
-fresh allocation in between did (a 64 MiB numpy array: 35 ms). With the
-settle step every variant runs after the same neutral step; without it the
-variant that followed XLA in the round order paid XLA's aftermath. Each
-round also starts one variant further along (round r runs variant r mod n
-first).
+128 MiB numpy array, so every call starts from the same memory state (cold
+caches): a call right after XLA's own pooling program ran several times
+slower than after anything else, and only a large fresh allocation in
+between removed that. Each round also starts one variant further along
+(round r runs variant r mod n first).
 
 Every fn must block until its result is ready (use `blocking(...)` for JAX).
 

@@ -182,7 +182,7 @@ JAX_INTERNALS: tuple[tuple[str, str, tuple[str, ...] | None], ...] = (
     ("jax._src.traceback_util", "register_exclusion", ("path",)),
     # custom_partitioning's callback registry, keyed by backend_config (rewriting/partition_keys.py)
     ("jax._src.custom_partitioning", "_sharding_callbacks", None),
-    # JAX's cache registry: jax.clear_caches() clears what is registered (rewriting/caches.py)
+    # JAX's cache registry: jax.clear_caches() clears what is registered (caches.py)
     ("jax._src.util", "register_cache", ("cache", "for_what")),
 )
 

@@ -15,80 +15,15 @@ is ever left behind.
 from __future__ import annotations
 
 import importlib
-import math
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 
-from pool3d_pass.contract import (
-    BACKWARD,
-    BACKWARD_FROM_INDICES,
-    CALLS,
-    FORWARD,
-    LAYOUTS,
-    MAX_WINDOW_ELEMENTS,
-)
-from pool3d_pass.options import INDICES, RECOMPUTE
+from pool3d_pass.bindings.base import Binding, CallSignature, contract_preconditions
+from pool3d_pass.bindings.cpu import binding as cpu_binding
+from pool3d_pass.bindings.gpu import binding as gpu_binding
+from pool3d_pass.bindings.neuron import binding as neuron_binding
+from pool3d_pass.contract import CALLS
 
-
-@dataclass(frozen=True)
-class CallSignature:
-    """What a binding may inspect about one call before agreeing to run it."""
-
-    grad_output_type: str  # element type names, e.g. "f32"
-    input_type: str
-    output_type: str
-    kernel_size: tuple[int, int, int]
-    stride: tuple[int, int, int]
-    padding: tuple[int, int, int]
-    data_format: str
-    output_format: str
-    call: str = BACKWARD  # which of the contract's calls (a key of contract.CALLS)
-
-
-@dataclass(frozen=True, eq=False)  # hashed by identity: a cache key of the splicer
-class Binding:
-    platform: str
-    functions: Mapping[str, str]  # call kind -> "module:function", imported when first used
-    lowering_platform: str  # the JAX platform the functions are lowered for
-    unsupported: Callable[[CallSignature], str | None]  # None: supported; else the reason
-    require: Callable[[], None] = lambda: None  # raises ImportError naming what is missing
-    # For programs compiled for several devices: versions XLA's SPMD partitioner
-    # can split (see bindings/cpu_partitioned.py), by call kind.
-    partitioned_functions: Mapping[str, str] = field(default_factory=dict)
-    # "module:function" registering the kernels with XLA, run by `import pool3d_pass`
-    # (so deserialized and persistently cached executables find them); must not import jax.
-    register_kernels: str | None = None
-    # An opt-in binding (not yet measured faster than the platform's compiler): under
-    # strategy "auto" nothing is rewritten for it, each candidate gets this as its remark.
-    auto_refusal: str | None = None
-
-    def implements(self, call: str, *, partitioned: bool = False) -> bool:
-        return call in (self.partitioned_functions if partitioned else self.functions)
-
-    def function(self, call: str = BACKWARD, *, partitioned: bool = False) -> Callable:
-        path = (self.partitioned_functions if partitioned else self.functions)[call]
-        module_name, name = path.split(":")
-        return getattr(importlib.import_module(module_name), name)
-
-    def preferred_strategy(self, *, partitioned: bool = False) -> str:
-        """`indices` where the binding runs the layer pair (forward, from indices), else `recompute`."""
-        pair = (FORWARD, BACKWARD_FROM_INDICES)
-        return INDICES if all(self.implements(c, partitioned=partitioned) for c in pair) else RECOMPUTE
-
-
-def contract_preconditions(signature: CallSignature) -> str | None:
-    """The kernel's own limits, which every binding inherits."""
-    if signature.call not in CALLS:
-        return f"unknown call {signature.call!r}"
-    if len({signature.grad_output_type, signature.input_type, signature.output_type}) != 1:
-        return "grad_output, input and output differ in element type"
-    if math.prod(signature.kernel_size) > MAX_WINDOW_ELEMENTS:
-        return f"prod(kernel_size) = {math.prod(signature.kernel_size)} > {MAX_WINDOW_ELEMENTS}"
-    if any(p >= k for p, k in zip(signature.padding, signature.kernel_size)):
-        return f"padding {list(signature.padding)} is not smaller than kernel_size {list(signature.kernel_size)}"
-    if signature.data_format not in LAYOUTS or signature.output_format not in LAYOUTS:
-        return f"layouts {signature.data_format}/{signature.output_format} are not {' or '.join(LAYOUTS)}"
-    return None
+__all__ = ["Binding", "CallSignature", "binding_for", "contract_preconditions", "platforms", "register_binding",
+           "register_kernels"]
 
 
 _BINDINGS: dict[str, Binding] = {}
@@ -125,36 +60,11 @@ def platforms() -> list[str]:
     return sorted(_BINDINGS)
 
 
-def _all_calls(module: str) -> dict[str, str]:
-    return {call: f"{module}:max_pooling_3d_{call}" for call in CALLS}
-
-
-register_binding(
-    Binding(
-        "cpu",
-        _all_calls("pool3d_pass.bindings.cpu"),
-        "cpu",
-        # the contract's limits, and where XLA's own op is as fast (bindings/cpu/speed.py)
-        lambda signature: contract_preconditions(signature)
-        or importlib.import_module("pool3d_pass.bindings.cpu.speed").refusal(signature),
-        partitioned_functions=_all_calls("pool3d_pass.bindings.cpu_partitioned"),
-        register_kernels="pool3d_pass.bindings.cpu.registration:register",
-    )
-)
-# The NKI kernel recomputes the selection: Neuron gets the recompute strategy.
-register_binding(
-    Binding(
-        "neuron",
-        {BACKWARD: "pool3d_pass.bindings.neuron:max_pooling_3d_backward"},
-        "neuron",
-        lambda signature: contract_preconditions(signature)
-        or importlib.import_module("pool3d_pass.bindings.neuron").unsupported(signature),
-        lambda: importlib.import_module("pool3d_pass.bindings.neuron").require_neuron_packages(),
-    )
-)
+# One line per platform: each package's binding.py states its calls, preconditions and speed rule.
+register_binding(cpu_binding.make_binding())
+register_binding(neuron_binding.make_binding())
 # A pure-JAX implementation of the contract: runs anywhere JAX does, used to
 # test the binding mechanism and as an executable statement of the semantics.
-register_binding(Binding("reference", _all_calls("pool3d_pass.bindings.reference"), "cpu", contract_preconditions))
-# NVIDIA GPUs (JAX's CUDA client reports platform "gpu"): Pallas kernels on the
-# Triton backend, lowered for cuda; opt-in under strategy auto (docs/gpu.md).
-register_binding(importlib.import_module("pool3d_pass.bindings.gpu.binding").make_binding())
+register_binding(Binding("reference", {call: f"pool3d_pass.bindings.reference:max_pooling_3d_{call}" for call in CALLS},
+                         "cpu", contract_preconditions))
+register_binding(gpu_binding.make_binding())

@@ -215,6 +215,12 @@ def run(args: argparse.Namespace) -> int:
             print(line, file=sys.stderr)
     if args.stats:
         print(report, file=sys.stderr)
+    if options.target == "neuron":
+        from pool3d_pass.bindings.neuron import artifact_remark
+
+        remark = artifact_remark("".join(outputs))
+        if remark is not None:  # always: it says where the output is valid
+            print(f"{PROG}: remark: {remark}", file=sys.stderr)
     if failed and args.output != "-":
         return 1  # no partial output file
     write_output(args.output, "// -----\n".join(outputs))

@@ -22,9 +22,7 @@ from pool3d_pass.rewriting.emit import Emit
 
 
 def signature_of(pool: ForwardPool) -> CallSignature:
-    g, dtype = pool.geometry, str(pool.element_type)
-    return CallSignature(dtype, dtype, dtype, g.kernel_size, g.stride, g.padding, g.data_format, g.data_format,
-                         FORWARD_OUTPUT)
+    return CallSignature.of_pool(FORWARD_OUTPUT, str(pool.element_type), pool.geometry)
 
 
 def replace_with_forward_output(pool: ForwardPool, emit: Emit) -> None:

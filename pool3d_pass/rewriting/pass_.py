@@ -141,8 +141,8 @@ class _PassRun:
         try:
             pool = match_forward_pool(op)
             reason = binding_refusal(self.binding, self.options.target, signature_of(pool), self.options.mesh)
-            if reason is None and self.chooser.auto_refusal is not None:  # an opt-in binding under auto
-                reason = f"{self.options.target} binding: {self.chooser.auto_refusal}"
+            if reason is None:  # under auto, the binding's own rule of where it pays
+                reason = self.chooser.auto_reason(signature_of(pool), pool.geometry.input_shape)
             if reason is not None:
                 raise NoMatch(reason)
         except NoMatch as reason:

@@ -22,6 +22,9 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
+import logging
+import threading
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -32,6 +35,7 @@ from pool3d_pass.bindings.registry import Binding
 from pool3d_pass.contract import CALLS
 from pool3d_pass.rewriting import partition_keys
 
+logger = logging.getLogger("pool3d_pass")
 _NUMPY_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "i16": "int16"}
 
 
@@ -77,9 +81,10 @@ def _lowered(binding: Binding, call: str, operand_specs: tuple, attributes: tupl
         replicated = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
         jit_options = {"in_shardings": replicated, "out_shardings": replicated}
     try:
-        lowered = jax.jit(function, **jit_options).trace(*avals).lower(
-            lowering_platforms=(binding.lowering_platform,)
-        )
+        with _jax_deprecations_logged_once():
+            lowered = jax.jit(function, **jit_options).trace(*avals).lower(
+                lowering_platforms=(binding.lowering_platform,)
+            )
     except ImportError:
         raise
     except Exception as error:  # JAX's errors are many; the pass reports one line
@@ -90,6 +95,35 @@ def _lowered(binding: Binding, call: str, operand_specs: tuple, attributes: tupl
     identity = (binding.platform, call, operand_specs, attributes, partition_keys.mesh_identity(mesh))
     text, callbacks = partition_keys.rekey(text, identity)
     return LoweredBinding(text, callbacks)
+
+
+_logged_deprecations: set[str] = set()
+_warnings_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def _jax_deprecations_logged_once() -> Iterator[None]:
+    """JAX's DeprecationWarnings raised while lowering a binding are logged once per process at INFO.
+
+    They concern the binding's code, not the user's (since JAX 0.11 every
+    lowering of a Pallas Triton kernel warns that the backend is deprecated),
+    so the user gets one INFO line on the "pool3d_pass" logger naming the JAX
+    version, not a warning per compile. Any other warning is re-issued as it
+    came. `catch_warnings` swaps process-wide state: one lowering at a time.
+    """
+    import jax
+
+    with _warnings_lock, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    for w in caught:
+        message = str(w.message)
+        if issubclass(w.category, DeprecationWarning) and (w.filename or "").replace("\\", "/").find("/jax/") >= 0:
+            if message not in _logged_deprecations:
+                _logged_deprecations.add(message)
+                logger.info("JAX %s, lowering a pool3d binding: %s", jax.__version__, message)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
 
 def _spec(value: ir.Value) -> tuple:

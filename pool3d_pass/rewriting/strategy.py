@@ -48,13 +48,19 @@ class Plan:
     note: str | None = None  # why the asked-for strategy was not used
 
 
+def preferred_strategy(binding: Binding, *, partitioned: bool = False) -> str:
+    """`indices` where the binding runs the layer pair (forward, from indices), else `recompute`."""
+    pair = (FORWARD, BACKWARD_FROM_INDICES)
+    return INDICES if all(binding.implements(c, partitioned=partitioned) for c in pair) else RECOMPUTE
+
+
 def resolve_strategy(options: PassOptions, binding: Binding | None) -> str:
     """The strategy `auto` stands for: recompute without a binding, else the binding's preference."""
     if options.strategy != AUTO:
         return options.strategy
     if binding is None:
         return RECOMPUTE
-    return binding.preferred_strategy(partitioned=options.partitioned)
+    return preferred_strategy(binding, partitioned=options.partitioned)
 
 
 class StrategyChooser:
@@ -64,22 +70,27 @@ class StrategyChooser:
         self.options = options
         self.binding = binding
         self.strategy = resolve_strategy(options, binding)
-        # An opt-in binding (Binding.auto_refusal: the gpu one) rewrites nothing under auto.
-        self.auto_refusal = binding.auto_refusal if binding is not None and options.strategy == AUTO else None
+        # Under auto, a binding's own rule of where it pays (Binding.auto_refusal: the gpu one).
+        self.auto_rule = binding.auto_refusal if binding is not None and options.strategy == AUTO else None
+
+    def auto_reason(self, signature: CallSignature, input_shape: tuple[int, ...]) -> str | None:
+        """Why `auto` leaves this call to the platform's compiler (None: use the binding)."""
+        reason = None if self.auto_rule is None else self.auto_rule(signature, input_shape)
+        return None if reason is None else f"{self.options.target} binding: {reason}"
 
     def refusal(self, call: str, match: PoolGradient) -> str | None:
         """Why `call` cannot be emitted for `match` (None: it can; neutral output takes every call)."""
         if self.options.neutral:
             return None
-        g = match.geometry
-        dtype = str(match.element_type)
-        signature = CallSignature(dtype, dtype, dtype, g.kernel_size, g.stride, g.padding, g.data_format, g.data_format, call)
+        signature = CallSignature.of_pool(call, str(match.element_type), match.geometry)
         return binding_refusal(self.binding, self.options.target, signature, self.options.mesh)
 
     def plan(self, match: PoolGradient, *, has_forward: bool) -> Plan:
         """The replacement of `match`, or NoMatch naming why nothing can replace it."""
-        if self.auto_refusal is not None:
-            raise NoMatch(f"{self.options.target} binding: {self.auto_refusal}")
+        if self.auto_rule is not None:
+            gradient = CallSignature.of_pool(BACKWARD_FROM_INDICES, str(match.element_type), match.geometry)
+            if (reason := self.auto_reason(gradient, match.geometry.input_shape)) is not None:
+                raise NoMatch(reason)
         note = None
         if self.strategy == INDICES:
             refusals = {call: self.refusal(call, match) for call in (FORWARD, BACKWARD_FROM_INDICES, BACKWARD_FROM_INPUT)}

@@ -8,7 +8,8 @@
 * the Flax C3D section (quick shapes) rewrites the pools of its train step,
   leaves its inference step's to XLA (the cpu speed rule), and gets XLA's
   results;
-* a stored reference run still renders (`bench/run.py --table-from`);
+* a stored reference run still renders (`bench/run.py --table-from`), and
+  the same run marked a smoke run (`--quick`) renders with no target verdicts;
 * `kernel_ab.summarize` takes each library's best over its processes, its
   spread, and flags results that differ between libraries.
 """
@@ -133,6 +134,17 @@ def test_stored_reference_run_renders():
             assert "Max-pool backward" in text, path
         if "forward" in result:
             assert "The forward alone" in text, path
+
+
+def test_smoke_run_prints_no_target_verdicts():
+    # A full run's record with missed targets, as a smoke run would carry it: every section's table, no verdict.
+    full = json.loads((BENCH / "results" / "reference-2026-12-04-1459.json").read_text())
+    assert full["mode"] == "full"
+    assert "### Targets" in tables.render(full) and "**no**" in tables.render(full)
+    text = tables.render({**full, "mode": "quick"})
+    assert "Targets" not in text and "**no**" not in text and "| yes |" not in text
+    assert tables.SMOKE_NOTE in text
+    assert "The user's view" in text and "Max-pool backward" in text and "Flax C3D-style model" in text
 
 
 def _from_indices_target(ratios: dict) -> dict:

@@ -65,11 +65,13 @@ def test_rewritten_bench_programs_compile_for_h200_without_spills(tmp_path):
 
 
 def test_gpu_check_dry_run(tmp_path):
-    """scripts/gpu_check.py end to end on CPU (interpret mode): its numerics pass; timing skipped (budget 0)."""
-    out = tmp_path / "check.json"
-    done = run_script("gpu_check.py", "--platform", "cpu", "--no-torch", "--budget-s", "0", "--json", str(out))
-    assert done.returncode == 0, done.stdout + done.stderr[-4000:]
-    result = json.loads(out.read_text())
-    assert result["machine"]["dry_run"] and result["numerics"]["failed"] == 0
-    assert len(result["numerics"]["calls"]) == 2 and len(result["numerics"]["jobs"]) == 8
-    assert result["timing"] == [] and len(result["skipped"]) >= 5  # every quick bench case
+    """scripts/gpu_check.py on CPU (interpret mode) beside the CUDA plugin: its numerics and jobs checks pass."""
+    done = run_script("gpu_check.py", "--platform", "cpu", "--no-torch", "--budget-s", "90", "--stages",
+                      "numerics,jobs", "--out", str(tmp_path))
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    rows = [json.loads(line) for line in (tmp_path / "gpu_check.jsonl").read_text().splitlines()]
+    machine = next(r for r in rows if r["kind"] == "machine")
+    checks = [r for r in rows if r["kind"] in ("calls", "jobs")]
+    assert machine["dry_run"] and checks and not [r for r in checks if r["problems"]]
+    assert {r["kind"] for r in checks} == {"calls", "jobs"}
+

@@ -23,6 +23,7 @@ import pool3d_pass
 from pool3d_pass.integration import compile_hook, module_rewrite, routing
 
 from pool3d_pass.contract import TARGETS  # noqa: E402
+from pool3d_pass.rewriting.strategy import preferred_strategy  # noqa: E402
 
 from compiled_hlo import POOL_GRADIENT_OP as SCATTER  # noqa: E402
 
@@ -254,7 +255,7 @@ def rewritten_by_the_pass(fun, x, strategy: str) -> list[str]:
 def resolved(strategy: str) -> str:
     from pool3d_pass.bindings.registry import binding_for
 
-    return binding_for("cpu").preferred_strategy() if strategy == "auto" else strategy
+    return preferred_strategy(binding_for("cpu")) if strategy == "auto" else strategy
 
 
 @pytest.mark.parametrize("strategy", ["auto", "recompute", "indices"])

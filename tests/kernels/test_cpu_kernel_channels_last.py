@@ -23,7 +23,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jax import lax
 
-from pool3d_pass.bindings import cpu, cpu_partitioned, reference
+from pool3d_pass.bindings import cpu, reference
+from pool3d_pass.bindings.cpu import partitioned as cpu_partitioned
 from pool3d_pass.contract import FORWARD_OUTPUT, TARGETS
 from pool3d_pass.contract.sharding import sharding_rule
 

@@ -1,8 +1,8 @@
-"""Numerics of the Neuron binding on a Neuron device (trn1/trn2); skipped elsewhere.
+"""Numerics of the Neuron binding on a Neuron device (Trn2/Trn3, Neuron SDK 2.33+); skipped elsewhere.
 
-Run on a Neuron host, after `pip install -e '.[test,neuron]'`:
+Run on a Neuron host, in the Neuron SDK's JAX environment (docs/neuron.md):
 
-    .venv/bin/python -m pytest tests/kernels/test_neuron_device.py -v
+    python -m pytest tests/kernels/test_neuron_device.py -v    # or `make neuron-check`, the full check
 
 Each configuration compiles the same max-pool gradient twice for the neuron
 platform, with plain `jax.jit` (select_and_scatter, compiled by neuronx-cc)
@@ -12,17 +12,14 @@ float64 contract reference computed on the host.
 
 from __future__ import annotations
 
-import importlib.util
-
 import numpy as np
 import pytest
 
-NEURON_MODULES = ("nki", "nkilib", "jax_neuronx", "neuronxcc")
-_missing = [name for name in NEURON_MODULES if importlib.util.find_spec(name) is None]
-if _missing:
+from pool3d_pass.bindings.neuron import missing_packages
+
+if missing_packages():
     pytest.skip(
-        f"needs the Neuron SDK ({', '.join(_missing)} missing; not installable on this machine): "
-        "run on a trn1/trn2 host, see docs/neuron.md",
+        f"needs the Neuron SDK 2.33+ ({'; '.join(missing_packages())}): run on a Trn2/Trn3 host, see docs/neuron.md",
         allow_module_level=True,
     )
 

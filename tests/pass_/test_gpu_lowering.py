@@ -25,6 +25,7 @@ from pool3d_pass.bindings.gpu import binding as gpu_binding
 from pool3d_pass.bindings.gpu import calls, kernels
 from pool3d_pass.bindings.registry import CallSignature
 from pool3d_pass.integration import module_rewrite
+from pool3d_pass.rewriting.strategy import preferred_strategy
 
 from corpus import ENTRIES, FIXTURES  # noqa: E402
 POSITIVE = [e for e in ENTRIES if not e["negative"]]
@@ -132,9 +133,9 @@ def test_grids_cover_the_tensors():
 
 def test_gpu_is_registered_for_what_jax_calls_cuda():
     binding = registry.binding_for("gpu")
-    assert binding.lowering_platform == "cuda" and binding.preferred_strategy() == "indices"
+    assert binding.lowering_platform == "cuda" and preferred_strategy(binding) == "indices"
     assert set(binding.functions) == set(pool3d_pass.contract.TARGETS)
-    assert binding.auto_refusal == gpu_binding.AUTO_REFUSAL
+    assert binding.auto_refusal is gpu_binding.auto_refusal
 
 
 @pytest.mark.parametrize("entry", POSITIVE, ids=[e["name"] for e in POSITIVE])
@@ -148,15 +149,19 @@ def test_every_positive_fixture_becomes_triton_calls(entry):
     assert new_text.count(f"custom_call @{TRITON}") >= entry["expected_pool_gradients"] + 1
 
 
-def test_auto_leaves_gpu_programs_unchanged_with_a_remark():
+def test_auto_leaves_gpu_programs_measured_slower_unchanged_with_a_remark():
+    # NCDHW f32 k3 s2 p1, small: the stored H200 run measured the Pallas kernels slower than XLA:GPU
     text = (FIXTURES / "jax_ncdhw_k3s2_p1_f32.mlir").read_text()
     new_text, report = pool3d_pass.rewrite_text(text, target="gpu")
     assert report.rewritten == 0 and "stablehlo.select_and_scatter" in new_text and TRITON not in new_text
     # the gradient, and the forward max pool (which an inference rewrite would take)
-    assert {m.reason for m in report.missed} == {f"gpu binding: {gpu_binding.AUTO_REFUSAL}"}
+    prefix = ("gpu binding: XLA:GPU measured faster for NCDHW f32 overlapping windows, small input (XLA time / "
+              "kernel time {}x on NVIDIA H200")
+    reasons = sorted(m.reason for m in report.missed)  # the gradient's jobs 0.78x, the inference job's 0.90x
+    assert len(reasons) == 2
+    assert reasons[0].startswith(prefix.format("0.78")) and reasons[1].startswith(prefix.format("0.90"))
     _, recompute = pool3d_pass.rewrite_text(text, target="gpu", strategy="recompute")
     assert recompute.rewritten == 1
-
 
 def test_auto_leaves_an_inference_forward_unchanged():
     """Guard for call kinds added later (an inference forward call): auto still emits no gpu kernel."""
@@ -175,11 +180,12 @@ def test_the_compile_hook_routes_platform_gpu(caplog):
 
     def grad(x):
         pool = lambda v: lax.reduce_window(v, -jnp.inf, lax.max, (1, 1, 2, 2, 2), (1, 1, 2, 2, 2), "VALID")  # noqa: E731
-        return jax.grad(lambda v: jnp.sum(pool(v) ** 2))(x)
+        return jax.grad(lambda v: jnp.sum(pool(v).astype(jnp.float32) ** 2))(x)
 
-    module = jax.jit(grad).trace(jax.ShapeDtypeStruct((1, 2, 4, 4, 4), jnp.float32)).lower(
+    # bf16 NCDHW k2 s2: measured slower than XLA:GPU, so auto leaves it (bindings/gpu/measured.py)
+    module = jax.jit(grad).trace(jax.ShapeDtypeStruct((1, 2, 4, 4, 4), jnp.bfloat16)).lower(
         lowering_platforms=("cuda",)).compiler_ir("stablehlo")
-    assert module_rewrite.rewrite_for_platform(module, "gpu") is module  # auto: opt-in
+    assert module_rewrite.rewrite_for_platform(module, "gpu") is module
     rewritten = module_rewrite.rewrite_for_platform(module, "gpu", options=pool3d_pass.PassOptions(strategy="indices"))
     assert rewritten is not module and TRITON in str(rewritten)
     assert "select_and_scatter" in str(module)  # JAX's cached module is untouched

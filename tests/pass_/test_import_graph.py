@@ -1,7 +1,8 @@
 """The package's import graph: layered, no upward import, no circle (an ast reading, nothing imported).
 
 Every `import` and `from ... import` of a `pool3d_pass` module counts, also
-those inside functions (a lazy import is still an arrow). `from p import name`
+those inside functions (a lazy import is still an arrow), and so does
+`importlib.import_module("pool3d_pass....")` with a literal name. `from p import name`
 is an arrow to the module `p.name` where that is a module, else to `p`.
 """
 
@@ -66,7 +67,26 @@ def imports_of(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
                 candidate = f"{source}.{alias.name}"
                 if candidate not in extensions:
                     found.add(candidate if candidate in modules else source)
+        elif isinstance(node, ast.Call) and _imported_by_name(node) is not None:
+            found.add(_imported_by_name(node))
     return {target for target in found if target in modules and target != name}
+
+
+def _imported_by_name(call: ast.Call) -> str | None:
+    """The module of `importlib.import_module("pool3d_pass....")` (or a bare `import_module(...)`), else None."""
+    func = call.func
+    named = (isinstance(func, ast.Attribute) and func.attr == "import_module") or (
+        isinstance(func, ast.Name) and func.id == "import_module")
+    if named and call.args and isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str):
+        return call.args[0].value
+    return None
+
+
+def test_imports_by_name_are_arrows_too(tmp_path):
+    source = tmp_path / "m.py"
+    source.write_text("import importlib\ndef f():\n    return importlib.import_module('pool3d_pass.contract')\n")
+    modules = module_names()
+    assert "pool3d_pass.contract" in imports_of("pool3d_pass.bindings.example", source, modules)
 
 
 def import_graph() -> dict[str, set[str]]:

@@ -5,27 +5,21 @@ JAX's CUDA client reports `backend.platform == "gpu"` (jaxlib's
 so the compile hook routes GPU programs here by that name; the functions are
 lowered for the JAX platform "cuda". No JAX is imported here.
 
-Opt-in until measured: no run on a GPU has yet shown the kernels faster than
-XLA:GPU, so under strategy "auto" every gradient is left unchanged with the
-remark `AUTO_REFUSAL`; an explicit strategy ("indices" or "recompute") uses
-the binding (docs/gpu.md).
+Under strategy "auto" the binding is used only for the configuration classes
+a device run measured faster than XLA:GPU (`speed.py`, from `measured.py`);
+elsewhere the call stays XLA's with a remark naming the measured ratio. An
+explicit strategy ("indices" or "recompute") uses it wherever it can run
+(docs/gpu.md).
 """
 
 from __future__ import annotations
 
-from pool3d_pass.bindings.registry import Binding, CallSignature, contract_preconditions
+from pool3d_pass.bindings.base import Binding, CallSignature, contract_preconditions
 from pool3d_pass.contract import SUPPORTED_DTYPES, TARGETS
 
 PLATFORM = "gpu"
 LOWERING_PLATFORM = "cuda"
 CALLS_MODULE = "pool3d_pass.bindings.gpu.calls"
-AUTO_REFUSAL = (
-    "opt-in until measured on a GPU (strategy auto leaves GPU programs unchanged); "
-    "ask for strategy 'indices' or 'recompute' (pool3d-opt --strategy=..., "
-    "strategy= in pool3d_pass.jit, enable or rewrite) to use it"
-)
-
-
 def unsupported(signature: CallSignature) -> str | None:
     """The contract's preconditions, then the gpu kernels' own (None: supported)."""
     reason = contract_preconditions(signature)
@@ -52,7 +46,18 @@ def require() -> None:
             raise ImportError("the pool3d gpu binding runs on CUDA; this JAX's gpu backend is ROCm")
 
 
+def implementation() -> str:
+    """Which kernels serve the gpu platform: "pallas" (Pallas on Triton)."""
+    return "pallas"
+
+
+def auto_refusal(signature: CallSignature, input_shape: tuple[int, ...]) -> str | None:
+    from pool3d_pass.bindings.gpu import speed
+
+    return speed.auto_refusal(signature, input_shape, implementation())
+
+
 def make_binding() -> Binding:
     # Every call of the contract (also `forward_output` where the contract has it).
     functions = {call: f"{CALLS_MODULE}:max_pooling_3d_{call}" for call in TARGETS}
-    return Binding(PLATFORM, functions, LOWERING_PLATFORM, unsupported, require, auto_refusal=AUTO_REFUSAL)
+    return Binding(PLATFORM, functions, LOWERING_PLATFORM, unsupported, require, auto_refusal=auto_refusal)

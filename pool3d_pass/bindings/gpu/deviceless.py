@@ -1,8 +1,10 @@
 """Compiling for an NVIDIA H200 with no GPU present: XLA:GPU's deviceless compile, and what ptxas said.
 
-Needs `jax-cuda12-plugin` and `jax-cuda12-pjrt` of the installed JAX's version
-(without `[with-cuda]`) and `nvidia-cuda-nvcc-cu12` (ptxas, libdevice);
-`make gpu-compile-check` installs them into their own environment. Then
+Needs JAX's CUDA plugin of the installed JAX's version, for CUDA 12
+(`jax-cuda12-plugin`, `jax-cuda12-pjrt`, with `nvidia-cuda-nvcc-cu12` for
+ptxas) or CUDA 13 (`jax-cuda13-plugin`, `jax-cuda13-pjrt`, with
+`nvidia-cuda-nvcc` 13.x), without `[with-cuda]`; `make gpu-compile-check
+GPU_CUDA=12|13` installs them into their own environment. Then
 
     devices = h200_devices()              # compile-only devices, no GPU needed
     jax.jit(f).lower(x_on(devices)).compile()
@@ -48,8 +50,15 @@ platform_name: "CUDA"
 device_description_str: "NVIDIA H200"
 """
 
-CUDA_PLUGIN_MODULES = ("jax_plugins.xla_cuda12", "jax_plugins.xla_cuda13")
-WHEELS = "jax-cuda12-plugin, jax-cuda12-pjrt (the installed JAX's version) and nvidia-cuda-nvcc-cu12"
+# Per CUDA major version: JAX's plugin module, and the package folder of the nvcc wheel holding
+# bin/ptxas (CUDA 12: nvidia-cuda-nvcc-cu12 -> nvidia/cuda_nvcc; CUDA 13: nvidia-cuda-nvcc 13.x
+# -> nvidia/cu13).
+CUDA_PLUGINS = {
+    "12": ("jax_plugins.xla_cuda12", "nvidia.cuda_nvcc", "jax-cuda12-plugin, jax-cuda12-pjrt", "nvidia-cuda-nvcc-cu12"),
+    "13": ("jax_plugins.xla_cuda13", "nvidia.cu13", "jax-cuda13-plugin, jax-cuda13-pjrt", "'nvidia-cuda-nvcc>=13,<14'"),
+}
+WHEELS = " or ".join(f"{plugins} (the installed JAX's version) and {nvcc}" for _, _, plugins, nvcc in
+                     CUDA_PLUGINS.values())
 # Set before JAX starts: XLA logs ptxas' -v report (registers, spills) on stderr.
 COMPILE_LOG_ENV = {
     "JAX_SKIP_CUDA_CONSTRAINTS_CHECK": "1",
@@ -60,12 +69,26 @@ COMPILE_LOG_ENV = {
 
 
 def missing_wheels() -> str | None:
-    """Why a deviceless compile cannot run here (None: it can)."""
-    if not any(_has_module(name) for name in CUDA_PLUGIN_MODULES):
+    """Why a deviceless compile cannot run here (None: it can), for either CUDA plugin."""
+    installed = [major for major, (plugin, *_) in CUDA_PLUGINS.items() if _has_module(plugin)]
+    if not installed:
         return f"no JAX CUDA plugin installed; a deviceless compile needs {WHEELS}"
-    if not _has_module("nvidia.cuda_nvcc"):
-        return "no ptxas: a deviceless compile needs nvidia-cuda-nvcc-cu12"
-    return None
+    for major in installed:
+        _, nvcc_package, _, nvcc_wheel = CUDA_PLUGINS[major]
+        if _has_file(nvcc_package, "bin/ptxas"):
+            return None
+    majors = " / ".join(f"CUDA {m}: {CUDA_PLUGINS[m][3]}" for m in installed)
+    return f"no ptxas: a deviceless compile needs the nvcc wheel of the installed plugin ({majors})"
+
+
+def _has_file(package: str, relative: str) -> bool:
+    """Whether `relative` exists under an installed (possibly namespace) package's folder."""
+    try:
+        spec = importlib.util.find_spec(package)
+    except ModuleNotFoundError:
+        return False
+    folders = list(spec.submodule_search_locations or []) if spec is not None else []
+    return any(os.path.exists(os.path.join(folder, relative)) for folder in folders)
 
 
 def _has_module(name: str) -> bool:

@@ -1,0 +1,266 @@
+"""Stage "timing": XLA:GPU, pool3d_pass.jit (indices, recompute) and PyTorch CUDA doing the same job.
+
+Timed on the device, not the host: each variant is called `n` times back to
+back on rotated input sets (enough sets that they do not fit in L2 together)
+and waited for once at the end, so the figure is device time per call as long
+as dispatch keeps ahead of the GPU (the shapes make every call tens of
+microseconds or more); PyTorch is timed with CUDA events. Rounds interleave
+the variants, so drift hits all alike. Beside each row: the copy floor, the
+fewest bytes the job must move over the device-to-device copy bandwidth
+measured at the start of the stage.
+
+Configuration classes (what `auto` keys on): layout x element type x
+overlapping windows or not x size (input below or above 256 MiB).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import statistics
+import time
+
+import numpy as np
+
+import cases
+from device_check.jobs import job_function, kernel_calls, not_rewritten
+
+JOBS = ("gradient only", "inference", "forward + gradient", "forward alone")
+# pool3d_pass.jit's strategies timed per job: recompute only where it differs most (no forward to reuse).
+STRATEGIES = {"gradient only": ("indices", "recompute"), "forward + gradient": ("indices",), "inference": ("indices",)}
+LARGE_BYTES = 256 * 2**20  # the size classes' border (the H200's L2 is 50-60 MB)
+ROTATE_BYTES = 256 * 2**20  # input sets rotated per variant: together at least this many bytes
+
+
+@dataclasses.dataclass(frozen=True)
+class Timed:
+    case: cases.Case
+
+    @property
+    def overlap(self) -> bool:
+        return any(s < k for k, s in zip(self.case.kernel, self.case.stride))
+
+    @property
+    def itemsize(self) -> int:
+        return 2 if self.case.dtype == "bfloat16" else 4
+
+    @property
+    def input_bytes(self) -> int:
+        return math.prod(self.case.shape) * self.itemsize
+
+    @property
+    def size_class(self) -> str:
+        return "large" if self.input_bytes >= LARGE_BYTES else "small"
+
+    def floor_bytes(self, job: str) -> int:
+        """Each input read once, each result written once (indices as int16)."""
+        n, m, s = math.prod(self.case.shape), math.prod(self.case.out_shape()), self.itemsize
+        return {"gradient only": (2 * n + m) * s, "forward + gradient": (2 * n + 2 * m) * s,
+                "inference": (n + m) * s, "forward alone": (n + m) * s + 2 * m}[job]
+
+
+def device_cases(dry_run: bool) -> list[Timed]:
+    """Large (>= 1 GiB of f32 input) then small (32 MiB) shapes, every class, C3D-like pools."""
+    out = []
+    sizes = ((64, 128), (2, 4)) if not dry_run else ((1, 1),)
+    spatial = (16, 64, 64) if not dry_run else (4, 8, 8)
+    channels = 64 if not dry_run else 4
+    for batch_f32, batch_bf16 in sizes:
+        for layout in ("NDHWC", "NCDHW"):
+            for dtype, batch in (("bfloat16", batch_bf16), ("float32", batch_f32)):
+                for kernel, stride, padding in (((2, 2, 2), (2, 2, 2), (0, 0, 0)), ((3, 3, 3), (2, 2, 2), (1, 1, 1))):
+                    shape = (batch, *spatial, channels) if layout == "NDHWC" else (batch, channels, *spatial)
+                    out.append(Timed(cases.Case(shape, kernel, stride, padding, layout=layout, dtype=dtype)))
+    return out
+
+
+def copy_bandwidth(torch, dry_run: bool) -> dict:
+    """Device-to-device copy: bytes read + written per second, best of 10 (CUDA events)."""
+    if torch is None or dry_run or not torch.cuda.is_available():
+        return {"bytes_per_s": None, "note": "no CUDA torch" if not dry_run else "dry run"}
+    n = 2**30
+    src = torch.empty(n, dtype=torch.uint8, device="cuda").random_(0, 255)
+    dst = torch.empty_like(src)
+    for _ in range(3):
+        dst.copy_(src)
+    best = math.inf
+    for _ in range(10):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        dst.copy_(src)
+        end.record()
+        end.synchronize()
+        best = min(best, start.elapsed_time(end) / 1e3)
+    del src, dst
+    torch.cuda.empty_cache()
+    return {"bytes_per_s": 2 * n / best, "copy_bytes": 2 * n}
+
+
+def _jax_sets(t: Timed, count: int, key: int):
+    import jax
+    import jax.numpy as jnp
+
+    dtype = jnp.bfloat16 if t.case.dtype == "bfloat16" else jnp.float32
+    sets = []
+    for i in range(count):
+        kx, kg = jax.random.split(jax.random.PRNGKey(key + i))
+        sets.append((jax.random.normal(kx, t.case.shape, dtype), jax.random.normal(kg, t.case.out_shape(), dtype)))
+    return jax.block_until_ready(sets)
+
+
+def _jax_timer(compiled, arg_sets):
+    import jax
+
+    def run(n: int) -> float:
+        start = time.perf_counter()
+        out = None
+        for i in range(n):
+            out = compiled(*arg_sets[i % len(arg_sets)])
+        jax.block_until_ready(out)
+        return (time.perf_counter() - start) / n
+    return run
+
+
+def _torch_timer(torch, fn, arg_sets, cuda: bool):
+    def run(n: int) -> float:
+        if not cuda:
+            start = time.perf_counter()
+            for i in range(n):
+                fn(*arg_sets[i % len(arg_sets)])
+            return (time.perf_counter() - start) / n
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for i in range(n):
+            fn(*arg_sets[i % len(arg_sets)])
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) / 1e3 / n
+    return run
+
+
+def measure(timers: dict, rounds: int, target_s: float = 0.02) -> dict:
+    """{name: {"min_ms", "median_ms", "calls_per_round"}}: warm-up, then interleaved rounds of n calls."""
+    n = {}
+    for name, timer in timers.items():
+        once = timer(1)  # warm-up (and a first estimate)
+        n[name] = max(2, min(50, math.ceil(target_s / max(timer(1), once, 1e-6))))
+    times = {name: [] for name in timers}
+    names = list(timers)
+    for r in range(rounds):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            times[name].append(timers[name](n[name]) * 1e3)
+    return {name: {"min_ms": min(t), "median_ms": statistics.median(t), "calls_per_round": n[name]}
+            for name, t in times.items()}
+
+
+def _torch_variants(torch, t: Timed, jax_sets, job: str, cuda: bool):
+    """PyTorch doing the same job on the same data (dlpack views; NDHWC as channels_last_3d)."""
+    tp = cases.TorchPool(t.case, torch)
+
+    def view(a):
+        tensor = torch.from_dlpack(a) if cuda else torch.from_numpy(np.asarray(a, np.float32)).to(tp.dtype)
+        return tensor.permute(0, 4, 1, 2, 3) if t.case.channels_last else tensor
+
+    sets = [(view(x), view(g)) for x, g in jax_sets]
+    if job == "gradient only":
+        fn = lambda x, g: tp.grad_from_indices(g, x, tp.pool_with_indices(x)[1])
+    elif job == "forward + gradient":
+        def fn(x, g):
+            y, index = tp.pool_with_indices(x)
+            return y, tp.grad_from_indices(g, x, index)
+    elif job == "inference":
+        fn = lambda x, g: tp.pool(x)
+    else:
+        fn = lambda x, g: tp.pool_with_indices(x)
+    return _torch_timer(torch, fn, sets, cuda)
+
+
+def time_job(t: Timed, job: str, torch, rounds: int, dry_run: bool, bandwidth: float | None, rec, log) -> None:
+    """One job of one case: every variant compiled, timed interleaved, recorded as one row."""
+    import jax
+
+    import pool3d_pass
+    from pool3d_pass.bindings.registry import binding_for
+
+    start = time.monotonic()
+    sets_n = min(8, max(2, math.ceil(ROTATE_BYTES / max(t.input_bytes, 1)))) if not dry_run else 2
+    jax_sets = _jax_sets(t, sets_n, key=len(t.case.name))
+    timers, calls, problems = {}, {}, []
+    if job == "forward alone":  # the binding's forward call (y, indices), what a training forward runs
+        attrs = cases.kernel_attrs(t.case)
+        forward = binding_for("gpu").function("forward")
+        compiled = jax.jit(lambda x: forward(x, **attrs)).lower(jax_sets[0][0]).compile()
+        timers["pool3d indices"] = _jax_timer(compiled, [(x,) for x, _ in jax_sets])
+    else:
+        fun = job_function(job, cases.pool_fn(t.case))
+        arg_sets = [(x,) if job == "inference" else (x, g) for x, g in jax_sets]
+        timers["xla"] = _jax_timer(jax.jit(fun).lower(*arg_sets[0]).compile(), arg_sets)
+        for strategy in STRATEGIES[job]:
+            compiled = pool3d_pass.jit(fun, strategy=strategy).lower(*arg_sets[0]).compile()
+            text = compiled.as_text()
+            calls[strategy] = kernel_calls(text)
+            if (reason := not_rewritten(text, job, dry_run)) is not None:
+                problems.append(f"{strategy}: {reason}")
+            timers[f"pool3d {strategy}"] = _jax_timer(compiled, arg_sets)
+    torch_note = None
+    if torch is not None:
+        try:
+            timers["torch"] = _torch_variants(torch, t, jax_sets, job, not dry_run)
+        except Exception as error:  # noqa: BLE001 - the other columns still count
+            torch_note = f"{type(error).__name__}: {str(error)[:200]}"
+    ms = measure(timers, rounds)
+    ours = min(v["min_ms"] for k, v in ms.items() if k.startswith("pool3d"))
+    floor_ms = t.floor_bytes(job) / bandwidth * 1e3 if bandwidth else None
+    row = rec.record(
+        "timing", case=t.case.name, job=job, layout=t.case.layout, dtype=t.case.dtype, overlap=t.overlap,
+        size_class=t.size_class, input_bytes=t.input_bytes, ms=ms, kernel_calls=calls, problems=problems,
+        floor_ms=floor_ms, input_sets=len(jax_sets), torch_note=torch_note,
+        xla_over_pool3d=(ms["xla"]["min_ms"] / ours) if "xla" in ms else None,
+        torch_over_pool3d=(ms["torch"]["min_ms"] / ours) if "torch" in ms else None)
+    rec.table(table_row(row))
+    log(f"timing {t.case.name} / {job}: {time.monotonic() - start:.1f} s")
+
+
+def _ms(ms: dict, name: str) -> str:
+    return f"{ms[name]['min_ms']:.3f}" if name in ms else "-"
+
+
+def _ratio(value) -> str:
+    return f"{value:.2f}x" if isinstance(value, (int, float)) else "-"
+
+
+TABLE_HEADER = ("| case | job | XLA ms | pool3d indices ms | pool3d recompute ms | torch ms | floor ms | "
+                "XLA / pool3d | torch / pool3d |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+
+
+def table_row(row: dict) -> str:
+    ms = row["ms"]
+    floor = f"{row['floor_ms']:.3f}" if isinstance(row.get("floor_ms"), (int, float)) else "-"
+    flag = " (not rewritten!)" if row.get("problems") else ""
+    return (f"| {row['case']} | {row['job']}{flag} | {_ms(ms, 'xla')} | {_ms(ms, 'pool3d indices')} | "
+            f"{_ms(ms, 'pool3d recompute')} | {_ms(ms, 'torch')} | {floor} | {_ratio(row.get('xla_over_pool3d'))} | "
+            f"{_ratio(row.get('torch_over_pool3d'))} |")
+
+
+def run(rec, budget, torch, dry_run: bool, log, rounds: int) -> None:
+    """Every job over every case, job by job (so a short budget still covers every class for the first jobs)."""
+    import jax
+
+    bandwidth = copy_bandwidth(torch, dry_run)
+    rec.record("bandwidth", **bandwidth)
+    log(f"copy bandwidth: {bandwidth}")
+    rec.table(TABLE_HEADER)
+    per_item = 3.0
+    for job in JOBS:
+        for t in device_cases(dry_run):
+            if not budget.fits(per_item):
+                rec.record("skipped", item=f"{t.case.name} / {job}", reason=f"budget: {budget.left():.0f} s left")
+                continue
+            start = time.monotonic()
+            try:
+                time_job(t, job, torch, rounds, dry_run, bandwidth.get("bytes_per_s"), rec, log)
+            except Exception as error:  # noqa: BLE001 - one item's failure is a result; the others still run
+                rec.record("error", item=f"{t.case.name} / {job}", error=f"{type(error).__name__}: {str(error)[:500]}")
+                log(f"timing {t.case.name} / {job}: {type(error).__name__}: {str(error)[:200]}")
+            per_item = max(per_item * 0.5, time.monotonic() - start)
+            jax.clear_caches()  # the compiled programs of an item are not used again

@@ -1,0 +1,83 @@
+"""The shape every binding has: what one call looks like to a binding, and what a binding states.
+
+`CallSignature` is what a binding may inspect about one call before agreeing
+to run it; `Binding` is a platform's entry (its functions per call, the
+platform they are lowered for, its preconditions, its speed rule under
+`auto`); `contract_preconditions` are the limits every binding inherits. A
+platform's package builds its `Binding` from these; `registry.py` collects
+them. This module imports nothing of any platform.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from pool3d_pass.contract import BACKWARD, CALLS, LAYOUTS, MAX_WINDOW_ELEMENTS
+
+
+@dataclass(frozen=True)
+class CallSignature:
+    """What a binding may inspect about one call before agreeing to run it."""
+
+    grad_output_type: str  # element type names, e.g. "f32"
+    input_type: str
+    output_type: str
+    kernel_size: tuple[int, int, int]
+    stride: tuple[int, int, int]
+    padding: tuple[int, int, int]
+    data_format: str
+    output_format: str
+    call: str = BACKWARD  # which of the contract's calls (a key of contract.CALLS)
+
+    @classmethod
+    def of_pool(cls, call: str, element_type: str, pool) -> "CallSignature":
+        """The signature of `call` on a matched pool: one element type, `pool`'s kernel_size, stride,
+        padding and data_format (a KernelGeometry, or anything with those fields), output in that layout."""
+        return cls(element_type, element_type, element_type, tuple(pool.kernel_size), tuple(pool.stride),
+                   tuple(pool.padding), pool.data_format, pool.data_format, call)
+
+
+@dataclass(frozen=True, eq=False)  # hashed by identity: a cache key of the splicer
+class Binding:
+    platform: str
+    functions: Mapping[str, str]  # call kind -> "module:function", imported when first used
+    lowering_platform: str  # the JAX platform the functions are lowered for
+    unsupported: Callable[[CallSignature], str | None]  # None: supported; else the reason
+    require: Callable[[], None] = lambda: None  # raises ImportError naming what is missing
+    # For programs compiled for several devices: versions XLA's SPMD partitioner
+    # can split (see bindings/cpu/partitioned.py), by call kind.
+    partitioned_functions: Mapping[str, str] = field(default_factory=dict)
+    # "module:function" registering the kernels with XLA, run by `import pool3d_pass`
+    # (so deserialized and persistently cached executables find them); must not import jax.
+    register_kernels: str | None = None
+    # A binding that is not faster than the platform's compiler everywhere: under strategy
+    # "auto", (signature, kernel-view input shape) -> why that call is left to the compiler
+    # (the remark), or None to use the binding. An explicit strategy ignores it.
+    auto_refusal: Callable[[CallSignature, tuple[int, ...]], str | None] | None = None
+
+    def implements(self, call: str, *, partitioned: bool = False) -> bool:
+        return call in (self.partitioned_functions if partitioned else self.functions)
+
+    def function(self, call: str = BACKWARD, *, partitioned: bool = False) -> Callable:
+        path = (self.partitioned_functions if partitioned else self.functions)[call]
+        module_name, name = path.split(":")
+        return getattr(importlib.import_module(module_name), name)
+
+
+
+def contract_preconditions(signature: CallSignature) -> str | None:
+    """The kernel's own limits, which every binding inherits."""
+    if signature.call not in CALLS:
+        return f"unknown call {signature.call!r}"
+    if len({signature.grad_output_type, signature.input_type, signature.output_type}) != 1:
+        return "grad_output, input and output differ in element type"
+    if math.prod(signature.kernel_size) > MAX_WINDOW_ELEMENTS:
+        return f"prod(kernel_size) = {math.prod(signature.kernel_size)} > {MAX_WINDOW_ELEMENTS}"
+    if any(p >= k for p, k in zip(signature.padding, signature.kernel_size)):
+        return f"padding {list(signature.padding)} is not smaller than kernel_size {list(signature.kernel_size)}"
+    if signature.data_format not in LAYOUTS or signature.output_format not in LAYOUTS:
+        return f"layouts {signature.data_format}/{signature.output_format} are not {' or '.join(LAYOUTS)}"
+    return None

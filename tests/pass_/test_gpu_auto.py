@@ -1,0 +1,121 @@
+"""Strategy `auto` on GPU follows the stored device run: the binding where it was measured faster, XLA elsewhere."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax import lax
+
+import pool3d_pass
+from pool3d_pass.bindings.gpu import measured, speed
+from pool3d_pass.bindings.registry import CallSignature
+from pool3d_pass.contract import BACKWARD_FROM_INDICES, FORWARD_OUTPUT
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_table_is_what_the_stored_run_gives():
+    for impl, run in measured.RUNS.items():
+        result = subprocess.run([sys.executable, str(ROOT / "scripts" / "gpu_speed_table.py"), str(ROOT / run["file"]),
+                                 "--implementation", impl, "--check"], capture_output=True, text=True)
+        assert result.returncode == 0, result.stdout + result.stderr
+
+
+def _grad_program(shape, dtype, window, stride, padding):
+    """A JAX max-pool gradient (NDHWC or NCDHW given by where the unit window dims are), lowered for CPU."""
+    init = np.array(-np.inf, jnp.dtype(dtype))
+
+    def pool(x):
+        return lax.reduce_window(x, init, lax.max, window, stride, padding)
+
+    def loss(x):
+        return jnp.sum(pool(x) * 1.5)
+
+    return jax.jit(jax.grad(loss)).lower(jax.ShapeDtypeStruct(shape, dtype)).as_text()
+
+
+NDHWC_K2 = ((1, 2, 2, 2, 1), (1, 2, 2, 2, 1), ((0, 0),) * 5)
+
+
+def _class_ratio(key, jobs):
+    return min(measured.RATIOS["pallas"][key][j] for j in jobs)
+
+
+@pytest.mark.parametrize("dtype, shape", [(jnp.float32, (2, 16, 64, 64, 64)), (jnp.bfloat16, (2, 16, 64, 64, 64)),
+                                          (jnp.float32, (64, 16, 64, 64, 64))])
+def test_auto_rewrites_exactly_where_the_run_measured_the_gradient_faster(dtype, shape):
+    text = _grad_program(shape, dtype, *NDHWC_K2)
+    dtype_name = "f32" if dtype == jnp.float32 else "bf16"
+    size = "large" if int(jnp.prod(jnp.array(shape))) * (4 if dtype_name == "f32" else 2) >= 256 * 2**20 else "small"
+    ratio = _class_ratio(("NDHWC", dtype_name, False, size), speed.GRADIENT_JOBS)
+    _, report = pool3d_pass.rewrite_text(text, target="gpu")
+    if ratio >= speed.WIN:
+        assert report.rewritten == 1, [m.reason for m in report.missed]
+    else:
+        assert report.rewritten == 0
+        assert any(f"XLA time / kernel time {ratio:.2f}x" in m.reason for m in report.missed)
+    # an explicit strategy uses the binding whatever the table says
+    assert pool3d_pass.rewrite_text(text, target="gpu", strategy="indices")[1].rewritten == 1
+
+
+def test_the_stored_run_has_a_class_of_each_verdict():
+    """So the test above sees both sides: f32 NDHWC k2 small measured faster, bf16 slower (run of 2026-12-04)."""
+    assert _class_ratio(("NDHWC", "f32", False, "small"), speed.GRADIENT_JOBS) >= speed.WIN
+    assert _class_ratio(("NDHWC", "bf16", False, "small"), speed.GRADIENT_JOBS) < speed.WIN
+
+
+def _signature(call, dtype="f32", layout="NDHWC", kernel=(2, 2, 2), stride=(2, 2, 2)):
+    return CallSignature(dtype, dtype, dtype, kernel, stride, (0, 0, 0), layout, layout, call)
+
+
+def test_classes_and_verdicts_follow_the_ratios():
+    small, large = (2, 16, 64, 64, 64), (64, 16, 64, 64, 64)
+    assert speed.configuration_class(_signature(BACKWARD_FROM_INDICES), small) == ("NDHWC", "f32", False, "small")
+    assert speed.configuration_class(_signature(BACKWARD_FROM_INDICES, "bf16", "NCDHW", (3, 3, 3)), large) == (
+        "NCDHW", "bf16", True, "large")
+    for key, jobs in measured.RATIOS["pallas"].items():
+        layout, dtype, overlapping, size = key
+        signature_shape = (64 if size == "large" else 2, 16, 64, 64, 64)
+        kernel = (3, 3, 3) if overlapping else (2, 2, 2)
+        for call, wanted in ((BACKWARD_FROM_INDICES, speed.GRADIENT_JOBS), (FORWARD_OUTPUT, ("inference",))):
+            signature = _signature(call, dtype, layout, kernel)
+            assert speed.configuration_class(signature, signature_shape) == key
+            reason = speed.auto_refusal(signature, signature_shape, "pallas")
+            assert (reason is None) == (min(jobs[j] for j in wanted) >= speed.WIN), (key, call, reason)
+
+
+def test_an_unmeasured_implementation_or_type_stays_with_xla():
+    reason = speed.auto_refusal(_signature(BACKWARD_FROM_INDICES), (2, 16, 64, 64, 64), "not-measured")
+    assert reason.startswith("not-measured kernels not measured on a GPU")
+    reason = speed.auto_refusal(_signature(BACKWARD_FROM_INDICES, "f16"), (2, 16, 64, 64, 64), "pallas")
+    assert "not measured" in reason and "f16" in reason
+
+
+def test_the_pallas_deprecation_is_logged_once_not_warned(caplog):
+    import logging
+    import warnings
+
+    from pool3d_pass import clear_caches
+
+    clear_caches()
+    caplog.set_level(logging.INFO, logger="pool3d_pass")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for shape in ((1, 2, 4, 4, 4), (1, 2, 6, 6, 6)):
+            text = _grad_program(shape, jnp.float32, (1, 1, 2, 2, 2), (1, 1, 2, 2, 2), ((0, 0),) * 5)
+            assert pool3d_pass.rewrite_text(text, target="gpu", strategy="indices")[1].rewritten == 1
+    assert not [w for w in caught if "Pallas Triton" in str(w.message)]
+    logged = [r for r in caplog.records if "Pallas Triton backend is deprecated" in r.getMessage()]
+    from pool3d_pass.rewriting import splice
+
+    already = any("Pallas Triton" in m for m in splice._logged_deprecations)
+    # JAX >= 0.11 warns on every lowering: at most one INFO line per process (none if an earlier test logged it)
+    assert len(logged) <= 1 and (logged or already or jax.__version__ < "0.11")
+    if logged:
+        assert jax.__version__ in logged[0].getMessage()

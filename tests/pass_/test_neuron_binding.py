@@ -1,0 +1,312 @@
+"""The neuron binding's glue, driven through a Neuron SDK STAND-IN (no Neuron host here).
+
+`tests/support/neuron_sdk_standin/` has the documented Python shape of `nki`
+and `nkilib` (README there) and lowers a kernel launch to the custom call
+`AwsNeuronCustomNativeKernel`, recording the launch's LNC and argument names in
+its backend_config. These tests prove the glue: what the binding imports, how
+it launches the kernel, which calls reach the module, what it refuses and how
+it fails without the SDK. They do not run the kernel and say nothing of its
+results (tests/numerics/test_neuron_transcription.py and `make neuron-check` do).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+import subprocess
+import sys
+
+import jax
+import jax.numpy as jnp
+import pytest
+from corpus import ENTRIES, EXAMPLE, ROOT, SUPPORT, fixture_text
+
+import pool3d_pass
+from pool3d_pass.bindings import neuron, registry
+from pool3d_pass.bindings.neuron import sdk
+from pool3d_pass.bindings.registry import CallSignature
+from pool3d_pass.cli.pool3d_opt import main
+from pool3d_pass.integration import module_rewrite
+from pool3d_pass.ir_context import make_context
+
+STANDIN = SUPPORT / "neuron_sdk_standin"
+PLACEHOLDER = SUPPORT / "neuron_registry_placeholder"
+# The kernel's parameters, as its API page (SDK 2.33) and source name them.
+KERNEL_PARAMETERS = sorted(
+    ["grad_output", "input_tensor", "output_tensor", "kernel_size", "stride", "padding", "data_format", "output_format"]
+)
+NKI_CALL = "stablehlo.custom_call @AwsNeuronCustomNativeKernel"
+
+
+def _forget_neuron_modules() -> dict:
+    gone = {name: module for name, module in sys.modules.items() if name.split(".")[0] in ("nki", "nkilib")}
+    for name in gone:
+        del sys.modules[name]
+    return gone
+
+
+@contextlib.contextmanager
+def sdk_on_path(*folders):
+    """`folders` first on sys.path (stand-in or placeholder), the binding's checks and lowerings forgotten."""
+    saved = _forget_neuron_modules()
+    entries = [str(folder) for folder in folders]
+    sys.path[:0] = entries
+    importlib.invalidate_caches()
+    sdk._checked = False
+    pool3d_pass.clear_caches()  # lowerings are cached per call, not per LNC
+    try:
+        yield
+    finally:
+        for entry in entries:
+            sys.path.remove(entry)
+        _forget_neuron_modules()
+        sys.modules.update(saved)
+        importlib.invalidate_caches()
+        sdk._checked = False
+        pool3d_pass.clear_caches()
+
+
+@pytest.fixture
+def standin(monkeypatch, tmp_path):
+    monkeypatch.setenv("POOL3D_NKI_STANDIN_ARTIFACTS", str(tmp_path / "artifacts"))
+    with sdk_on_path(STANDIN):
+        yield importlib.import_module("nki")
+
+
+def launches_in(text: str, nki) -> list[dict]:
+    """The stand-in's backend_config of every NKI call in printed IR."""
+    configs = []
+    for line in text.splitlines():
+        if NKI_CALL in line:
+            encoded = line.split('backend_config = "', 1)[1].split('"', 1)[0]
+            configs.append(nki.decode_backend_config(encoded))
+    return configs
+
+
+def assert_launched_as_documented(configs: list[dict], lnc: int) -> None:
+    assert configs
+    for config in configs:
+        assert config["kernel"] == "nkilib.experimental.pooling.max_pooling_3d_backward.max_pooling_3d_backward"
+        assert config["lnc"] == lnc
+        assert config["keywords"] == KERNEL_PARAMETERS and config["positional"] == []
+        assert os.path.isabs(config["artifact"])
+
+
+# --- the launch -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("variable, lnc", [(None, neuron.DEFAULT_LNC), ("1", 1), ("2", 2)])
+def test_the_kernel_is_launched_with_the_configured_lnc_and_its_parameter_names(standin, monkeypatch, variable, lnc):
+    if variable is None:
+        monkeypatch.delenv(neuron.LNC_VARIABLE, raising=False)
+    else:
+        monkeypatch.setenv(neuron.LNC_VARIABLE, variable)
+    text, report = pool3d_pass.rewrite_text(fixture_text("jax_ncdhw_k3s2_p1_f32"), target="neuron")
+    assert report.rewritten == 1 and report.strategy == "recompute"
+    assert "select_and_scatter" not in text and text.count(NKI_CALL) == 1
+    # Unset, the stand-in (like nki.jit) would launch with 1: LNC 2 here is the binding's kernel[2].
+    assert_launched_as_documented(launches_in(text, standin), lnc)
+
+
+def test_a_bad_lnc_fails_with_one_line(standin, monkeypatch):
+    monkeypatch.setenv(neuron.LNC_VARIABLE, "4")
+    with pytest.raises(neuron.NeuronSdkUnavailable) as raised:
+        pool3d_pass.rewrite_text(fixture_text("jax_ncdhw_k3s2_p1_f32"), target="neuron")
+    assert "\n" not in str(raised.value) and "NEURON_LOGICAL_NC_CONFIG='4'" in str(raised.value)
+
+
+def test_the_compile_hooks_lowering_for_neuron_splices_the_kernel(standin, monkeypatch):
+    monkeypatch.setenv(neuron.LNC_VARIABLE, "2")
+
+    def pool(x):
+        return jax.lax.reduce_window(x, -jnp.inf, jax.lax.max, (1, 1, 2, 2, 2), (1, 1, 2, 2, 2), "VALID")
+
+    def grad(x, g):
+        return jax.vjp(pool, x)[1](g)[0]
+
+    x = jax.ShapeDtypeStruct((2, 3, 8, 8, 8), jnp.float32)
+    g = jax.ShapeDtypeStruct((2, 3, 4, 4, 4), jnp.float32)
+    lowered = jax.jit(grad).trace(x, g).lower(lowering_platforms=("neuron",))
+    with make_context() as context:
+        from jaxlib.mlir import ir
+
+        module = ir.Module.parse(lowered.as_text(), context)
+        rewritten = module_rewrite.rewrite_for_platform(module, "neuron")
+        assert rewritten is not module
+        text = str(rewritten)
+    assert "select_and_scatter" not in text and text.count(NKI_CALL) == 1
+    assert_launched_as_documented(launches_in(text, standin), 2)
+
+
+def test_an_empty_batch_returns_the_empty_result_without_a_launch(standin):
+    function = registry.binding_for("neuron").function()
+    args = [jax.ShapeDtypeStruct(shape, jnp.float32) for shape in ((0, 3, 2, 2, 2), (0, 3, 4, 4, 4), (0, 3, 2, 2, 2))]
+
+    def backward(g, x, y):
+        return function(g, x, y, kernel_size=(2, 2, 2), stride=(2, 2, 2), padding=(0, 0, 0), data_format="NCDHW")
+
+    text = jax.jit(backward).trace(*args).lower(lowering_platforms=("neuron",)).as_text()
+    assert "AwsNeuronCustomNativeKernel" not in text and "tensor<0x3x4x4x4xf32>" in text
+
+
+def test_input_after_the_last_window_is_trimmed_before_the_kernel(standin):
+    # D = 7 with k2 s2: the last window ends at 6; the kernel gets the covered 6 and the
+    # result is zero-padded back (the kernel would read past its tile there).
+    function = registry.binding_for("neuron").function()
+    args = [jax.ShapeDtypeStruct(shape, jnp.float32) for shape in ((2, 3, 3, 4, 4), (2, 3, 7, 8, 8), (2, 3, 3, 4, 4))]
+
+    def backward(g, x, y):
+        return function(g, x, y, kernel_size=(2, 2, 2), stride=(2, 2, 2), padding=(0, 0, 0), data_format="NCDHW")
+
+    text = jax.jit(backward).trace(*args).lower(lowering_platforms=("neuron",)).as_text()
+    (launch,) = launches_in(text, standin)
+    assert launch["shapes"]["input_tensor"] == [2, 3, 6, 8, 8]
+    assert "stablehlo.pad" in text and "-> tensor<2x3x7x8x8xf32>" in text
+
+
+def test_the_kernel_is_never_wrapped_in_nki_jit_again(standin):
+    kernel = importlib.import_module(neuron.KERNEL_MODULE).max_pooling_3d_backward
+    with pytest.raises(TypeError, match="already an nki.jit kernel"):
+        standin.jit(kernel)  # what the binding once did
+    assert neuron.sdk.load_kernel() is kernel  # the binding takes the decorated kernel as it is
+
+
+# --- pool3d-opt on the fixtures and the bench's programs ---------------------------------------
+
+
+def bench_programs() -> list[str]:
+    """The bench's pooling problems (quick set), both jobs, lowered by JAX for neuron."""
+    sys.path.insert(0, str(ROOT))
+    try:
+        from bench.cases import JOBS, QUICK_CASES, jax_job, np_dtype, pool_fn
+    finally:
+        sys.path.remove(str(ROOT))
+    programs = []
+    for case in QUICK_CASES:
+        x = jax.ShapeDtypeStruct(case.shape, np_dtype(case.dtype))
+        g = jax.ShapeDtypeStruct(case.out_shape(), np_dtype(case.dtype))
+        for job in JOBS:
+            lowered = jax.jit(jax_job(job, pool_fn(case))).trace(x, g).lower(lowering_platforms=("neuron",))
+            programs.append(lowered.as_text())
+    return programs
+
+
+def test_pool3d_opt_turns_every_bench_and_fixture_gradient_into_one_nki_call_with_lnc_2(
+    standin, monkeypatch, tmp_path, capsys
+):
+    monkeypatch.setenv(neuron.LNC_VARIABLE, "2")
+    bench = bench_programs()
+    chunks = bench + [fixture_text(entry["name"]) for entry in ENTRIES]
+    source = tmp_path / "all.mlir"
+    source.write_text("\n// -----\n".join(chunks))
+    output = tmp_path / "out.mlir"
+    assert main([str(source), "--split-input-file", "--target=neuron", "-o", str(output)]) == 0
+    stderr = capsys.readouterr().err
+    rewritten = output.read_text().split("// -----\n")
+    assert len(rewritten) == len(chunks)
+    for number, (before, after) in enumerate(zip(chunks, rewritten)):
+        # The same run with the neutral call: one backward call per gradient the pass rewrites.
+        neutral, _ = pool3d_pass.rewrite_text(before, strategy="recompute")
+        assert after.count(NKI_CALL) == neutral.count("@pool3d.max_pooling_3d_backward("), number
+        assert after.count("select_and_scatter") == neutral.count("select_and_scatter"), number
+    # Each bench program holds one gradient: one NKI call, no select_and_scatter left.
+    assert all(chunk.count(NKI_CALL) == 1 and "select_and_scatter" not in chunk for chunk in rewritten[: len(bench)])
+    fixture_calls = sum(chunk.count(NKI_CALL) for chunk in rewritten[len(bench) :])
+    assert fixture_calls == sum(entry["expected_pool_gradients"] or 0 for entry in ENTRIES)  # every one
+    assert_launched_as_documented(launches_in(output.read_text(), standin), 2)
+    assert stderr.count("\n") == 1 and "NCC_EVRF059" in stderr and "only on this host" in stderr
+
+
+def test_pool3d_opt_adds_no_remark_where_no_nki_call_was_made(standin, tmp_path, capsys):
+    source = tmp_path / "plain.mlir"
+    source.write_text("func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {\n  return %x : tensor<4xf32>\n}\n")
+    assert main([str(source), "--target=neuron", "-o", str(tmp_path / "out.mlir")]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_pool3d_opt_with_the_registry_placeholder_fails_with_one_line(tmp_path):
+    output = tmp_path / "out.mlir"
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PLACEHOLDER), str(ROOT)])}
+    result = subprocess.run(
+        [sys.executable, "-m", "pool3d_pass.cli.pool3d_opt", str(EXAMPLE), "--target=neuron", "-o", str(output)],
+        capture_output=True, text=True, env=environment, cwd=tmp_path, timeout=300,
+    )
+    assert result.returncode == 1
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+    assert "public registry's placeholder" in result.stderr and sdk.PIP_REPOSITORY in result.stderr
+    assert "2.33" in result.stderr and "Trn2/Trn3" in result.stderr
+    assert not output.exists() and result.stdout == ""
+
+
+# --- require(): what is missing, and what to install --------------------------------------------
+
+
+def test_without_the_sdk_require_names_what_to_install_and_where():
+    with sdk_on_path():
+        if not neuron.missing_packages():
+            pytest.skip("this Python has nki and nkilib: the missing-SDK message cannot occur")
+        with pytest.raises(neuron.NeuronSdkUnavailable) as raised:
+            neuron.require_neuron_packages()
+    message = str(raised.value)
+    assert "\n" not in message and sdk.INSTALL in message and "Neuron SDK 2.33 or later (Trn2/Trn3)" in message
+
+
+def sdk_with_nki_only(folder):
+    """`folder` holding the stand-in's nki and nothing else of the SDK."""
+    folder.mkdir(exist_ok=True)
+    (folder / "nki").symlink_to(STANDIN / "nki")
+    return folder
+
+
+def test_an_sdk_before_2_33_is_named(tmp_path):
+    old = sdk_with_nki_only(tmp_path / "old_sdk")
+    (old / "nkilib" / "experimental").mkdir(parents=True)
+    (old / "nkilib" / "__init__.py").write_text("")
+    (old / "nkilib" / "experimental" / "__init__.py").write_text("")
+    with sdk_on_path(old):
+        found = neuron.missing_packages()
+    assert found == [f"{neuron.KERNEL_MODULE} is missing (Neuron SDK older than 2.33)"]
+
+
+def test_an_nkilib_placeholder_is_named(tmp_path):
+    folder = sdk_with_nki_only(tmp_path / "site")
+    (folder / "nkilib").mkdir()
+    (folder / "nkilib" / "__init__.py").write_text((PLACEHOLDER / "nki" / "__init__.py").read_text())
+    with sdk_on_path(folder):
+        found = neuron.missing_packages()
+    assert found == ["the installed nkilib is the public registry's placeholder (its import raises 'WRONG PACKAGE')"]
+
+
+def test_the_registrys_nki_library_placeholder_is_named(tmp_path):
+    folder = sdk_with_nki_only(tmp_path / "site")
+    dist = folder / "nki_library-0.0.2.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: nki-library\nVersion: 0.0.2\n")
+    (dist / "RECORD").write_text("nki_library-0.0.2.dist-info/METADATA,,\n")
+    with sdk_on_path(folder):
+        found = neuron.missing_packages()
+    assert found == ["nkilib is not installed", "nki-library (the public registry's placeholder, no nkilib in it)"]
+
+
+# --- what the kernel needs beyond the contract ---------------------------------------------------
+
+
+def signature(kernel_size, stride, dtype="f32"):
+    return CallSignature(dtype, dtype, dtype, kernel_size, stride, (0, 0, 0), "NCDHW", "NCDHW")
+
+
+@pytest.mark.parametrize(
+    "kernel_size, stride, dtype",
+    [((16, 16, 16), (1, 1, 1), "f32"), ((16, 16, 16), (1, 1, 1), "bf16"), ((1, 4, 1024), (1, 1, 1), "f32")],
+)
+def test_windows_whose_smallest_tile_fits_no_sbuf_partition_are_refused(kernel_size, stride, dtype):
+    reason = registry.binding_for("neuron").unsupported(signature(kernel_size, stride, dtype))
+    assert reason is not None and "SBUF" in reason and "Trn2/Trn3" in reason
+
+
+@pytest.mark.parametrize(
+    "kernel_size, stride", [((2, 2, 2), (2, 2, 2)), ((3, 3, 3), (1, 1, 1)), ((8, 8, 8), (1, 1, 1)), ((16, 16, 16), (16, 16, 16))]
+)
+def test_usual_windows_are_accepted(kernel_size, stride):
+    assert registry.binding_for("neuron").unsupported(signature(kernel_size, stride)) is None

@@ -1,0 +1,30 @@
+"""STAND-IN for nkilib's kernel module (tests only; see ../../../README.md). Runs no kernel.
+
+The signature is the API page's (Neuron SDK 2.33,
+https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/library/api/max-pooling-3d-backward.html);
+the body only allocates the result, in `data_format` with the input's shape and
+dtype, which is what the stand-in's `nki.jit` reads to lower the call.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Union
+
+import nki
+import nki.language as nl
+
+
+@nki.jit
+def max_pooling_3d_backward(
+    grad_output,
+    input_tensor,
+    output_tensor,
+    kernel_size: Union[int, tuple],
+    stride: Optional[Union[int, tuple]] = None,
+    padding: Union[int, tuple] = 0,
+    data_format: str = "NCDHW",
+    output_format: Optional[str] = None,
+):
+    if data_format not in ("NCDHW", "NDHWC") or (output_format or data_format) not in ("NCDHW", "NDHWC"):
+        raise ValueError(f"layouts {data_format}/{output_format}")
+    return nl.ndarray(input_tensor.shape, dtype=input_tensor.dtype, buffer=nl.shared_hbm)
