@@ -31,13 +31,16 @@ VENV_BENCH ?= .venv-bench
 PY_BENCH   := $(VENV_BENCH)/bin/python
 STAMP_BENCH := $(VENV_BENCH)/.pool3d-installed
 # What the pass-level run covers: lit (below), the pass on every fixture, the CLI and
-# bindings, the CPU kernels, the JAX integration (hook, jit, sharding, shard_map,
-# fallback), end-to-end numerics of the fixtures through XLA, the import graph and the
-# pass options; and, since torch's CPU
-# build is for Python 3.11, the torch-oracle tests. Not: the property-based and flax tests.
+# bindings, the CPU kernels (channels-last ones at their core channel counts: the
+# `channel_sweep` ones are left to the main venv), the forward-only call on inference
+# programs, the JAX integration (hook, jit, sharding, shard_map, fallback), end-to-end
+# numerics of the fixtures through XLA and the spec oracle, the import graph and the
+# pass options; and, since torch's CPU build is for Python 3.11, the torch-oracle tests.
+# Not: the end-to-end property tests (test_numerics_hypothesis), the fuzz draw, flax.
 PASS_TESTS := tests/pass_/test_mlir_api.py tests/pass_/test_pass.py tests/pass_/test_frontend_fixtures.py \
               tests/cli/test_cli.py tests/pass_/test_bindings.py tests/kernels/test_cpu_kernel.py \
-              tests/kernels/test_cpu_kernel_layer.py \
+              tests/kernels/test_cpu_kernel_layer.py tests/kernels/test_cpu_kernel_channels_last.py -m 'not channel_sweep' \
+              tests/integration/test_inference_forward.py tests/numerics/test_spec_oracle.py \
               tests/integration/test_integration.py tests/integration/test_sharding.py tests/numerics/test_numerics_fixtures.py \
               tests/pass_/test_strategies.py tests/cli/test_safe_parse.py tests/pass_/test_import_graph.py tests/pass_/test_options.py \
               tests/integration/test_shard_map.py tests/integration/test_compile_fallback.py tests/integration/test_kernel_registration.py \

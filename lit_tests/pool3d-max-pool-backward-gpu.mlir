@@ -10,13 +10,17 @@
 // `ir`, one program of 128 elements per grid step). Flat views (reshapes) go
 // in and out of every kernel. Under --strategy=auto the binding is used only
 // where a device run measured it faster than XLA:GPU (none of these cases):
-// the remark names the measured ratio and how to opt in. With POOL3D_GPU_INTERPRET=1 the kernels are plain StableHLO (Pallas
-// interpret mode) that any backend runs.
-// AUTO-NOT: __gpu$xla.gpu.triton
-// RECOMPUTE-NOT: name = "pool3d_gpu_forward"
+// the remark names the measured ratio and how to opt in (a neutral call left
+// by an earlier run is still bound). With POOL3D_GPU_INTERPRET=1 the kernels
+// are plain StableHLO (Pallas interpret mode) that any backend runs. A NOT
+// placed after a function's last positive match covers the rest of its block
+// (up to the next LABEL); INTERPRET's NOTs, before and after its one match,
+// cover the whole output.
 // INTERPRET-NOT: __gpu$xla.gpu.triton
 // INTERPRET-NOT: stablehlo.select_and_scatter
 // INTERPRET: stablehlo.while
+// INTERPRET-NOT: __gpu$xla.gpu.triton
+// INTERPRET-NOT: stablehlo.select_and_scatter
 
 // -----
 
@@ -42,13 +46,18 @@
 // CHECK-NOT: stablehlo.reduce_window
 // CHECK: return %[[Y]], %[[DX]]
 // RECOMPUTE-LABEL: func.func @training_step_forward_and_gather_kernels
+// RECOMPUTE-NOT: name = "pool3d_gpu_forward
 // RECOMPUTE: stablehlo.reduce_window
-// RECOMPUTE-NOT: name = "pool3d_gpu_forward_output"
+// RECOMPUTE-NOT: name = "pool3d_gpu_forward
 // RECOMPUTE: name = "pool3d_gpu_select"
+// RECOMPUTE-NOT: name = "pool3d_gpu_forward
 // RECOMPUTE: name = "pool3d_gpu_gather"
+// RECOMPUTE-NOT: name = "pool3d_gpu_forward
 // AUTO-LABEL: func.func @training_step_forward_and_gather_kernels
+// AUTO-NOT: __gpu$xla.gpu.triton
 // AUTO: stablehlo.reduce_window
 // AUTO: "stablehlo.select_and_scatter"
+// AUTO-NOT: __gpu$xla.gpu.triton
 // AUTO-REMARK: pool3d-max-pool-backward-gpu.mlir:[[# @LINE + 11]]:8: remark: max-pool gradient not rewritten: gpu binding: XLA:GPU measured faster for NCDHW f32 overlapping windows, small input (XLA time / kernel time 0.78x on NVIDIA H200, {{.*}}); ask for strategy 'indices' or 'recompute' to use it anyway
 // REMARK: pool3d-max-pool-backward-gpu.mlir:[[# @LINE + 10]]:8: remark: max-pool gradient rewritten: NCDHW kernel_size=[3, 3, 3] stride=[2, 2, 2] padding=[1, 1, 1], f32, indices strategy: forward max-pool replaced by the forward call, gradient from its indices
 func.func @training_step_forward_and_gather_kernels(%x: tensor<2x3x8x8x8xf32>, %g: tensor<2x3x4x4x4xf32>) -> (tensor<2x3x4x4x4xf32>, tensor<2x3x8x8x8xf32>) {
@@ -88,12 +97,17 @@ func.func @training_step_forward_and_gather_kernels(%x: tensor<2x3x8x8x8xf32>, %
 // CHECK-SAME: (tensor<256xbf16>, tensor<256xi16>) -> tensor<2048xbf16>
 // CHECK-NOT: stablehlo.select_and_scatter
 // RECOMPUTE-LABEL: func.func @bare_gradient_indices_then_gather_bf16
+// RECOMPUTE-NOT: name = "pool3d_gpu_forward
 // RECOMPUTE: stablehlo.reduce_window
-// RECOMPUTE-NOT: name = "pool3d_gpu_forward_output"
+// RECOMPUTE-NOT: name = "pool3d_gpu_forward
 // RECOMPUTE: name = "pool3d_gpu_select"
+// RECOMPUTE-NOT: name = "pool3d_gpu_forward
 // RECOMPUTE: name = "pool3d_gpu_gather"
+// RECOMPUTE-NOT: name = "pool3d_gpu_forward
 // AUTO-LABEL: func.func @bare_gradient_indices_then_gather_bf16
+// AUTO-NOT: __gpu$xla.gpu.triton
 // AUTO: "stablehlo.select_and_scatter"
+// AUTO-NOT: __gpu$xla.gpu.triton
 func.func @bare_gradient_indices_then_gather_bf16(%x: tensor<2x8x8x8x2xbf16>, %g: tensor<2x4x4x4x2xbf16>) -> tensor<2x8x8x8x2xbf16> {
   %ninf = stablehlo.constant dense<0xFF80> : tensor<bf16>
   %zero = stablehlo.constant dense<0.000000e+00> : tensor<bf16>
@@ -120,9 +134,11 @@ func.func @bare_gradient_indices_then_gather_bf16(%x: tensor<2x8x8x8x2xbf16>, %g
 // CHECK-NOT: @pool3d.
 // CHECK: name = "pool3d_gpu_select"
 // CHECK: name = "pool3d_gpu_gather"
+// CHECK-NOT: @pool3d.
 // AUTO-LABEL: func.func @neutral_call_bound_to_gpu
 // AUTO-NOT: @pool3d.
 // AUTO: name = "pool3d_gpu_gather"
+// AUTO-NOT: @pool3d.
 func.func @neutral_call_bound_to_gpu(%g: tensor<1x2x2x2x2xf16>, %x: tensor<1x2x4x4x4xf16>, %y: tensor<1x2x2x2x2xf16>) -> tensor<1x2x4x4x4xf16> {
   %dx = stablehlo.custom_call @pool3d.max_pooling_3d_backward(%g, %x, %y) {api_version = 4 : i32, backend_config = {data_format = "NCDHW", kernel_size = dense<2> : tensor<3xi64>, output_format = "NCDHW", padding = dense<0> : tensor<3xi64>, stride = dense<2> : tensor<3xi64>}} : (tensor<1x2x2x2x2xf16>, tensor<1x2x4x4x4xf16>, tensor<1x2x2x2x2xf16>) -> tensor<1x2x4x4x4xf16>
   return %dx : tensor<1x2x4x4x4xf16>
@@ -135,6 +151,11 @@ func.func @neutral_call_bound_to_gpu(%g: tensor<1x2x2x2x2xf16>, %x: tensor<1x2x4
 // CHECK-LABEL: func.func @neutral_call_f64_refused
 // CHECK-NOT: __gpu$xla.gpu.triton
 // CHECK: stablehlo.custom_call @pool3d.max_pooling_3d_backward_from_input(
+// CHECK-NOT: __gpu$xla.gpu.triton
+// AUTO-LABEL: func.func @neutral_call_f64_refused
+// AUTO-NOT: __gpu$xla.gpu.triton
+// AUTO: stablehlo.custom_call @pool3d.max_pooling_3d_backward_from_input(
+// AUTO-NOT: __gpu$xla.gpu.triton
 // REMARK: pool3d-max-pool-backward-gpu.mlir:[[# @LINE + 3]]:9: remark: max-pool gradient not rewritten: neutral call left unbound: gpu binding: the gpu kernels take f32, bf16, f16, not f64
 // AUTO-REMARK: pool3d-max-pool-backward-gpu.mlir:[[# @LINE + 2]]:9: remark: max-pool gradient not rewritten: neutral call left unbound: gpu binding: the gpu kernels take f32, bf16, f16, not f64
 func.func @neutral_call_f64_refused(%g: tensor<1x2x2x2x2xf64>, %x: tensor<1x2x4x4x4xf64>) -> tensor<1x2x4x4x4xf64> {
@@ -150,6 +171,11 @@ func.func @neutral_call_f64_refused(%g: tensor<1x2x2x2x2xf64>, %x: tensor<1x2x4x
 // CHECK-LABEL: func.func @neutral_call_window_over_4096_refused
 // CHECK-NOT: __gpu$xla.gpu.triton
 // CHECK: stablehlo.custom_call @pool3d.max_pooling_3d_backward_from_input(
+// CHECK-NOT: __gpu$xla.gpu.triton
+// AUTO-LABEL: func.func @neutral_call_window_over_4096_refused
+// AUTO-NOT: __gpu$xla.gpu.triton
+// AUTO: stablehlo.custom_call @pool3d.max_pooling_3d_backward_from_input(
+// AUTO-NOT: __gpu$xla.gpu.triton
 // REMARK: pool3d-max-pool-backward-gpu.mlir:[[# @LINE + 2]]:9: remark: max-pool gradient not rewritten: neutral call left unbound: gpu binding: prod(kernel_size) = 4913 > 4096
 func.func @neutral_call_window_over_4096_refused(%g: tensor<1x1x1x1x1xf32>, %x: tensor<1x1x17x17x17xf32>) -> tensor<1x1x17x17x17xf32> {
   %dx = stablehlo.custom_call @pool3d.max_pooling_3d_backward_from_input(%g, %x) {api_version = 4 : i32, backend_config = {data_format = "NCDHW", kernel_size = dense<17> : tensor<3xi64>, output_format = "NCDHW", padding = dense<0> : tensor<3xi64>, stride = dense<1> : tensor<3xi64>}} : (tensor<1x1x1x1x1xf32>, tensor<1x1x17x17x17xf32>) -> tensor<1x1x17x17x17xf32>

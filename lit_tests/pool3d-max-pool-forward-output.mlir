@@ -5,9 +5,10 @@
 // A forward max pool with no gradient (inference) becomes the forward-output
 // call where the platform's binding accepts the configuration (on CPU: where
 // its kernel was measured faster than XLA's reduce_window). Neutral output
-// never gets it: every reduce_window stays.
+// never gets it anywhere in the output: every reduce_window stays.
 // NEUTRAL-NOT: pool3d.max_pooling_3d_forward_output
 // NEUTRAL: stablehlo.reduce_window
+// NEUTRAL-NOT: pool3d.max_pooling_3d_forward_output
 
 // -----
 

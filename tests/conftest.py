@@ -36,6 +36,13 @@ if _SUPPORT not in sys.path:
     sys.path.insert(0, _SUPPORT)
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers",
+        "channel_sweep: a channel count beyond a kernel test's core ones (the JAX 0.9 half of make test skips them)",
+    )
+
+
 @pytest.fixture(scope="session")
 def cpu_kernels():
     """The CPU kernels must be built and registrable: a broken build fails here, never skips."""
@@ -55,25 +62,25 @@ def switch_off():
 
 
 try:
-    from hypothesis import HealthCheck, settings
+    from hypothesis import settings
 except ImportError:  # pragma: no cover - hypothesis is in the test extras
     pass
 else:
-    _SUPPRESS = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
+    # Health checks stay on: the strategies draw only configurations the pass and
+    # the kernels accept (nothing is filtered out), and a test that counts on the
+    # kernels asserts how many of its examples called one (support/kernel_examples.py).
     settings.register_profile(
         "ci",
         derandomize=True,
         max_examples=40,
         deadline=None,
         print_blob=True,
-        suppress_health_check=_SUPPRESS,
     )
     settings.register_profile(
         "long",
         max_examples=1000,
         deadline=None,
         print_blob=True,
-        suppress_health_check=_SUPPRESS,
     )
     # "ci" is the default, locally and under CI=true alike (CI must be
     # reproducible); `pytest --hypothesis-profile=long` replaces it for a soak

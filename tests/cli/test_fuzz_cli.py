@@ -14,11 +14,13 @@ through `main(argv)` (same code path as the script; parse and pass run on
 the CLI's worker thread); the crash-class inputs run in subprocesses, the
 only place a signal can be seen.
 
-For every input the pass rewrote (`--stats`: rewritten > 0) whose program is
-runnable exactly (generated gradients and the simple fixtures), the rewritten
-program's results on tie-heavy inputs equal the spec's results for the input
-program (tests/support/spec_oracle.py), bit for bit (integer-valued data: every sum is
-exact in every element type).
+For every input the pass rewrote (its output holds a pool3d call; `--stats`
+must say so too) whose program is runnable exactly (generated gradients and the
+simple fixtures), the rewritten program's results on tie-heavy inputs equal the
+spec's results for the input program (tests/support/spec_oracle.py), bit for
+bit (integer-valued data: every sum is exact in every element type). Those
+checks run in one test, `test_rewritten_inputs_match_the_spec`, which counts
+them where they run and asserts a floor of `MIN_NUMERICS_CHECKS` inputs.
 
 The >= 500-input subprocess run is scripts/fuzz_cli.py.
 """
@@ -51,6 +53,8 @@ CRASH_CASES.append(cf.Case("subprocess/target_cpu_stderr", cf.gradient_seeds()["
 # Valid input at the nesting limit that the pass walks (a location's frames): rewritten, not an error.
 CRASH_CASES.append(cf.Case("subprocess/name_location_at_limit", cf.name_location_gradient(990), ("--stats",)))
 FAMILIES = ("smallint", "signed_zeros", "constant")
+# Inputs of the draw whose rewrite check_numerics compares with the spec (42 with this seed).
+MIN_NUMERICS_CHECKS = 40
 
 
 pytestmark = pytest.mark.usefixtures("cpu_kernels")
@@ -77,7 +81,14 @@ def _as_float64(array: np.ndarray) -> np.ndarray:
     return array.astype(np.float64)
 
 
-def check_numerics(case: cf.Case, rewritten: str) -> None:
+class NumericsChecks:
+    """Counts the inputs check_numerics compared with the spec, and the results it compared."""
+
+    def __init__(self):
+        self.inputs = self.results = 0
+
+
+def check_numerics(case: cf.Case, rewritten: str, checks: NumericsChecks) -> None:
     for family in FAMILIES:
         args = tie_heavy_args(case.text, family, seed=sum(map(ord, case.name + family)))
         expected = spec_outputs(case.text, args)
@@ -89,6 +100,17 @@ def check_numerics(case: cf.Case, rewritten: str) -> None:
             assert not mismatch.any(), (
                 f"{case.name} ({family}) result {i}: {int(mismatch.sum())} of {a.size} elements differ "
                 f"from the spec, first at {np.argwhere(mismatch)[0].tolist()}")
+            checks.results += 1
+    checks.inputs += 1
+
+
+def rewritten(case: cf.Case, outcome: cf.Outcome) -> bool:
+    """Whether the pass rewrote an input that holds no pool3d call: its output holds one."""
+    assert "pool3d." not in case.text
+    calls = cf.pool3d_calls(outcome.output)
+    if "--stats" in case.args:  # the summary line agrees (a format change fails here, loudly)
+        assert (cf.rewritten_count(outcome.stderr) > 0) == (calls > 0), (calls, outcome.stderr)
+    return calls > 0
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
@@ -98,8 +120,20 @@ def test_cli_in_process(case, tmp_path):
     if outcome.status != 0:
         return
     assert cf.reparses(outcome.output) is None
-    if case.numerics and cf.rewritten_count(outcome.stderr) > 0:
-        check_numerics(case, outcome.output)
+    if "pool3d." not in case.text and "--target=cpu" not in case.args:
+        rewritten(case, outcome)
+
+
+def test_rewritten_inputs_match_the_spec(tmp_path):
+    """Every runnable input the CLI rewrote, against the spec: at least MIN_NUMERICS_CHECKS of them."""
+    checks = NumericsChecks()
+    runnable = [case for case in CASES if case.numerics]
+    for n, case in enumerate(runnable):
+        outcome = cf.run_in_process(case, tmp_path / str(n))
+        if outcome.status == 0 and rewritten(case, outcome):
+            check_numerics(case, outcome.output, checks)
+    assert checks.inputs >= MIN_NUMERICS_CHECKS, f"{checks.inputs} of {len(runnable)} runnable inputs checked"
+    assert checks.results >= len(FAMILIES) * checks.inputs
 
 
 @pytest.mark.parametrize("case", CRASH_CASES, ids=[c.name for c in CRASH_CASES])

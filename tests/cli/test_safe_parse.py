@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 
 import pytest
@@ -23,13 +24,17 @@ def rejected(text: str) -> InputLimitError:
 
 
 def test_real_programs_pass_with_a_wide_margin(monkeypatch):
-    """Every lit test, fixture and example passes even with limits ten times tighter (depth, aliases)."""
+    """README ("Hostile input"): the lit tests, fixtures and examples nest at most 32 deep, use at
+    most 13 digits and 64-bit integers, and aliases expand them less than 8x."""
     assert len(REAL) > 50
-    monkeypatch.setattr(safe_parse, "MAX_NESTING", LIMIT // 10)
+    monkeypatch.setattr(safe_parse, "MAX_NESTING", 32)
     monkeypatch.setattr(safe_parse, "ALIAS_EXPANSION_RATIO", 8)
     monkeypatch.setattr(safe_parse, "MAX_ALIAS_EXPANSION", 0)  # only the ratio applies
     for path in REAL:
-        check_text(path.read_text())
+        text = path.read_text()
+        check_text(text)
+        assert max(map(len, re.findall(r"[0-9]+", text)), default=0) <= 13, path.name
+        assert max(map(int, re.findall(r"(?<![\w$.%#@])[su]?i([0-9]+)\b", text)), default=0) <= 64, path.name
 
 
 @pytest.mark.parametrize("kind", cf.NESTING_KINDS)

@@ -5,8 +5,9 @@ configurations the CPU binding accepts (bindings/cpu/speed.py: where its
 kernel was measured faster than XLA's reduce_window), both layouts and every
 element type: the compiled program holds the call and no reduce_window. Its
 output equals the StableHLO spec's max pool (IEEE maximum: NaN propagates,
-+0 > -0; NaN payloads aside) bit for bit on tie-heavy inputs with -inf, NaN,
--0 and +0, and equals jax.jit's bit for bit where XLA:CPU itself follows the
++0 > -0; a NaN matches any NaN and nothing else: tests/support/float_bits.py,
+nan="any") bit for bit on tie-heavy inputs with -inf, NaN, -0 and +0, and
+equals jax.jit's bit for bit where XLA:CPU itself follows the
 spec (no NaN, no mixed signed zeros; XLA:CPU's deviations: docs/contract.md). Configurations the binding
 refuses keep XLA's reduce_window, with a remark; min pooling stays untouched;
 neutral output never gets the call; a training step keeps its forward call,
@@ -27,6 +28,8 @@ from jax import lax
 import pool3d_pass
 from pool3d_pass.bindings.cpu import speed
 from pool3d_pass.contract import TARGETS
+
+from float_bits import assert_same_bits  # NaN matches NaN (any payload), never +0
 
 pytestmark = pytest.mark.usefixtures("cpu_kernels", "switch_off")
 
@@ -73,13 +76,6 @@ def spec_max_pool(x, layout, k, s, p) -> np.ndarray:
     return np.where(maxima == 0, np.where(positive_zero, np.float32(0.0), np.float32(-0.0)), maxima)
 
 
-def bits(value) -> np.ndarray:
-    array = np.asarray(value)
-    out = array.view(np.uint16 if array.dtype.itemsize == 2 else np.uint32).copy()
-    out[np.isnan(array.astype(np.float32))] = 0  # NaN payloads are outside the contract
-    return out
-
-
 def layer_step(forward):
     """A layer's forward and its gradient (a training step's pooling layer)."""
 
@@ -110,10 +106,10 @@ def test_accepted_inference_forwards_become_the_call_bit_for_bit(layout, k, s, p
     text = compiled.as_text()
     assert f'custom_call_target="{FORWARD_OUTPUT}"' in text and "reduce-window" not in text
     expected = spec_max_pool(x, layout, k, s, p).astype(DTYPES[dtype])
-    np.testing.assert_array_equal(bits(compiled(x)), bits(expected))
+    assert_same_bits(np.asarray(compiled(x)), expected, "the spec's max pool")
     # where XLA:CPU follows the spec (no NaN, one sign of zero), bit for bit XLA's
     plain = special_input(x.shape, DTYPES[dtype], seed=1, nan=False, negative_zero=False)
-    np.testing.assert_array_equal(bits(compiled(plain)), bits(jax.jit(forward)(plain)))
+    assert_same_bits(np.asarray(compiled(plain)), np.asarray(jax.jit(forward)(plain)), "jax.jit's")
 
 
 def test_enable_rewrites_an_inference_program(caplog):
@@ -126,7 +122,7 @@ def test_enable_rewrites_an_inference_program(caplog):
         got = compiled(x)
     assert f'custom_call_target="{FORWARD_OUTPUT}"' in compiled.as_text()
     assert any("1 forward max pool(s) without gradient" in r.getMessage() for r in caplog.records)
-    np.testing.assert_array_equal(bits(got), bits(spec_max_pool(x, layout, k, s, p)))
+    assert_same_bits(np.asarray(got), spec_max_pool(x, layout, k, s, p), "the spec's max pool")
     del expected
 
 
@@ -140,7 +136,7 @@ def test_refused_configurations_keep_xlas_reduce_window_with_a_remark(caplog, la
     assert FORWARD_OUTPUT not in compiled.as_text()
     assert any("max-pool forward without gradient not rewritten" in r.getMessage()
                and "reduce_window measured faster" in r.getMessage() for r in caplog.records)
-    np.testing.assert_array_equal(bits(compiled(x)), bits(jax.jit(forward)(x)))
+    assert_same_bits(np.asarray(compiled(x)), np.asarray(jax.jit(forward)(x)), "jax.jit's")
 
 
 def test_min_pooling_is_left_alone():
@@ -175,4 +171,4 @@ def test_the_forward_a_recompute_gradient_reads_stays_xlas():
     text = compiled.as_text()
     assert FORWARD_OUTPUT not in text and f'custom_call_target="{TARGETS["backward"]}"' in text
     for a, b in zip(compiled(x), jax.jit(step)(x), strict=True):
-        np.testing.assert_array_equal(bits(a), bits(b))
+        assert_same_bits(np.asarray(a), np.asarray(b), "jax.jit's")

@@ -61,7 +61,7 @@ def test_rewritten_with_jax_jit_results(results, case):
     assert record["max_difference"] == 0.0
     expected = {kind: EXPECTED_CALLS[case].get(kind, 0) for kind in record["kernel_calls"]}
     assert record["kernel_calls"] == expected
-    assert record["select_and_scatter_left"] == 0
+    assert record["pool_gradient_ops_left"] == 0 < record["plain_pool_gradient_ops"]  # XLA:CPU's scatter, in the plain program only
     assert record["reduce_window_left"] == 0  # the forward call replaced the forward max pool
 
 

@@ -79,7 +79,7 @@ def test_same_results_with_the_expected_kernel_calls_in_the_program(results, cas
     assert record["max_difference"] == 0.0
     expected = {kind: EXPECTED_CALLS[case].get(kind, 0) for kind in record["kernel_calls"]}
     assert record["kernel_calls"] == expected
-    assert record["select_and_scatter_left"] == 0
+    assert record["pool_gradient_ops_left"] == 0 < record["plain_pool_gradient_ops"]  # XLA:CPU's scatter, in the plain program only
 
 
 @pytest.mark.parametrize("case", INDICES)

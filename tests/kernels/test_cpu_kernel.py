@@ -23,6 +23,8 @@ from jax import lax
 from pool3d_pass.bindings import cpu as cpu_binding
 from pool3d_pass.bindings.cpu import TARGET_NAME, max_pooling_3d_backward, register
 
+from float_bits import float_bits
+
 DTYPES = {"f32": jnp.float32, "bf16": jnp.bfloat16, "f16": jnp.float16}
 # Half an ulp, relative, of each element type.
 HALF_ULP = {"f32": 2.0**-24, "bf16": 2.0**-8, "f16": 2.0**-11}
@@ -132,8 +134,7 @@ def kernel_all_thread_counts(g, x, y, k, s, p, data_format="NCDHW", output_forma
 
 
 def _bits(a):
-    a = np.asarray(a)
-    return a.view(np.uint32 if a.dtype.itemsize == 4 else np.uint16)
+    return float_bits(a, nan="exact")
 
 
 def make_input(kind, shape, dtype, seed=0):

@@ -27,6 +27,8 @@ from pool3d_pass.bindings import cpu, reference
 from pool3d_pass.bindings.cpu import partitioned as cpu_partitioned
 from pool3d_pass.contract import FORWARD_OUTPUT, TARGETS
 from pool3d_pass.contract.sharding import sharding_rule
+
+from kernel_examples import KernelExamples
 from test_cpu_kernel_layer import (
     DTYPES,
     KINDS,
@@ -49,7 +51,15 @@ WINDOWS = [
     ((1, 3, 3), (1, 1, 2), (0, 1, 1)),  # stride 1 along D and H only
     ((2, 2, 1), (3, 2, 2), (0, 1, 0)),  # no overlap, gaps along D and W, rows no window covers
 ]
-CHANNELS = [1, 3, 7, 8, 15, 17, 33, 64, 100, 256, 257]
+
+
+def sweep(values, core):
+    """Channel counts: those outside `core` carry the `channel_sweep` mark, which the JAX 0.9
+    half of `make test` deselects (the Makefile's PASS_TESTS) to stay within CI's time."""
+    return [v if v in core else pytest.param(v, marks=pytest.mark.channel_sweep) for v in values]
+
+
+CHANNELS = sweep([1, 3, 7, 8, 15, 17, 33, 64, 100, 256, 257], core={1, 8, 17, 257})
 
 
 def _ids(w):
@@ -80,13 +90,16 @@ def _same_nan_and_bits(ours, xla, msg):
     np.testing.assert_array_equal(bits(ours)[keep], bits(xla)[keep], err_msg=msg)
 
 
-def check_forward_output(x32_ncdhw, dtype, k, s, p, layout, kind, check_xla=True):
+def check_forward_output(x32_ncdhw, dtype, k, s, p, layout, kind, check_xla=True, kernel=None):
     """forward_output == the forward call's output == the contract's maximum, bit for
     bit (NaN maxima: the window's first NaN); and XLA's reduce_window where XLA
-    itself gives IEEE's maximum (see test_xla_reduce_window_signed_zeros)."""
+    itself gives IEEE's maximum (see test_xla_reduce_window_signed_zeros).
+    `kernel` (a KernelExamples) counts the call of the forward-output kernel."""
     x = to_layout(cast(x32_ncdhw, dtype), layout)
     k, s, p = tuple(k), tuple(s), tuple(p)
     y = np.asarray(_forward_output(k, s, p, layout)(x))
+    if kernel is not None:
+        kernel.reached()
     y_spec, _ = spec_forward(from_layout(x, layout), k, s, p)
     np.testing.assert_array_equal(bits(from_layout(y, layout)), bits(y_spec), err_msg=f"{kind}: contract maximum")
     y_fwd, _ = cpu.max_pooling_3d_forward(x, kernel_size=k, stride=s, padding=p, data_format=layout)
@@ -135,22 +148,33 @@ def test_xla_reduce_window_signed_zeros():
     np.testing.assert_array_equal(~np.signbit(y), any_plus)
 
 
-@settings(max_examples=25, deadline=None)
-@given(
-    data=st.data(),
-    dtype=st.sampled_from(sorted(DTYPES)),
-    kind=st.sampled_from(KINDS),
-)
-def test_drawn_channels_last_configurations(data, dtype, kind):
-    k = tuple(data.draw(st.integers(1, 3)) for _ in range(3))
-    s = tuple(data.draw(st.integers(1, 3)) for _ in range(3))
-    p = tuple(data.draw(st.integers(0, kk - 1)) for kk in k)
-    spatial = tuple(data.draw(st.integers(max(1, kk - 2 * q), 6)) for kk, q in zip(k, p))
-    shape = (data.draw(st.integers(1, 2)), data.draw(st.integers(1, 256))) + spatial
-    x32 = make_x(kind, shape, seed=data.draw(st.integers(0, 1000)))
-    check_against_spec(x32, DTYPES[dtype], k, s, p, "NDHWC", kind, check_xla=False)
-    layout = data.draw(st.sampled_from(["NCDHW", "NDHWC"]))
-    check_forward_output(x32, DTYPES[dtype], k, s, p, layout, kind, check_xla=False)
+DRAWN_EXAMPLES = 80
+
+
+def test_drawn_channels_last_configurations():
+    # Every draw is a configuration the kernels accept (padding below the window).
+    layer, forward_output = KernelExamples(), KernelExamples()
+
+    @settings(max_examples=DRAWN_EXAMPLES)
+    @given(
+        data=st.data(),
+        dtype=st.sampled_from(sorted(DTYPES)),
+        kind=st.sampled_from(KINDS),
+    )
+    def drawn(data, dtype, kind):
+        k = tuple(data.draw(st.integers(1, 3)) for _ in range(3))
+        s = tuple(data.draw(st.integers(1, 3)) for _ in range(3))
+        p = tuple(data.draw(st.integers(0, kk - 1)) for kk in k)
+        spatial = tuple(data.draw(st.integers(max(1, kk - 2 * q), 6)) for kk, q in zip(k, p))
+        shape = (data.draw(st.integers(1, 2)), data.draw(st.integers(1, 256))) + spatial
+        x32 = make_x(kind, shape, seed=data.draw(st.integers(0, 1000)))
+        check_against_spec(x32, DTYPES[dtype], k, s, p, "NDHWC", kind, check_xla=False, kernel=layer)
+        layout = data.draw(st.sampled_from(["NCDHW", "NDHWC"]))
+        check_forward_output(x32, DTYPES[dtype], k, s, p, layout, kind, check_xla=False, kernel=forward_output)
+
+    drawn()
+    layer.assert_at_least(DRAWN_EXAMPLES)
+    forward_output.assert_at_least(DRAWN_EXAMPLES)
 
 
 def test_stride_one_rows_longer_than_a_lane_chunk():
@@ -171,7 +195,7 @@ DISJOINT = [
 
 
 @pytest.mark.parametrize("dtype", sorted(DTYPES))
-@pytest.mark.parametrize("channels", [3, 8, 16, 20, 24, 32, 64, 256])
+@pytest.mark.parametrize("channels", sweep([3, 8, 16, 20, 24, 32, 64, 256], core={3, 20, 256}))
 @pytest.mark.parametrize("window", DISJOINT, ids=lambda w: f"k{w[0]}-s{w[1]}")
 def test_disjoint_windows_over_channel_counts(window, channels, dtype):
     k, s = window
@@ -239,7 +263,7 @@ OVERLAP_GATHER = [
 ]
 
 
-@pytest.mark.parametrize("channels", [32, 40, 48, 64, 100, 128])
+@pytest.mark.parametrize("channels", sweep([32, 40, 48, 64, 100, 128], core={40, 100}))
 @pytest.mark.parametrize("window", OVERLAP_GATHER, ids=_ids)
 def test_overlapping_bf16_gather_matches_the_scatter_bit_for_bit(window, channels):
     # The gather adds each element's windows in (od, oh, ow) order in f32 and

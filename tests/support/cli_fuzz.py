@@ -578,6 +578,11 @@ def reparses(text: str) -> str | None:
     return None
 
 
+def pool3d_calls(text: str | None) -> int:
+    """The pool3d calls a module's text holds (neutral calls, as pool3d-opt writes them by default)."""
+    return len(re.findall(r"custom_call @pool3d\.", text or ""))
+
+
 def rewritten_count(stderr: str) -> int:
     m = re.search(r"pool3d: \d+ select_and_scatter found, (\d+) rewritten", stderr)
     return int(m.group(1)) if m else 0

@@ -30,6 +30,8 @@ import numpy as np
 
 from pool3d_pass.contract import pooled_extent
 
+from float_bits import assert_same_bits
+
 __all__ = [
     "Reference",
     "max_pool_grad_reference",
@@ -162,21 +164,9 @@ def ulp(values, dtype) -> np.ndarray:
 # comparison rules shared by the numerics tests
 
 
-def _bits(a: np.ndarray) -> np.ndarray:
-    return np.ascontiguousarray(a).view(np.dtype(f"u{a.dtype.itemsize}"))
-
-
 def assert_bit_exact(actual: np.ndarray, expected: np.ndarray, what: str) -> None:
-    """Same dtype, shape and bits (NaN payloads and the sign of zero included)."""
-    assert actual.dtype == expected.dtype, f"{what}: dtype {actual.dtype} != {expected.dtype}"
-    assert actual.shape == expected.shape, f"{what}: shape {actual.shape} != {expected.shape}"
-    bad = _bits(actual) != _bits(expected)
-    if bad.any():
-        i = tuple(int(v) for v in np.argwhere(bad)[0])
-        raise AssertionError(
-            f"{what}: {int(bad.sum())} of {bad.size} elements differ bitwise; first at {i}: "
-            f"{actual[i]!r} vs {expected[i]!r}"
-        )
+    """Same dtype, shape and bits (NaN payloads and the sign of zero included): float_bits.py, nan="exact"."""
+    assert_same_bits(actual, expected, what, nan="exact")
 
 
 def assert_within(actual, expected, tol, what: str) -> None:
