@@ -36,13 +36,6 @@ if _SUPPORT not in sys.path:
     sys.path.insert(0, _SUPPORT)
 
 
-def pytest_configure(config):
-    config.addinivalue_line(
-        "markers",
-        "channel_sweep: a channel count beyond a kernel test's core ones (the JAX 0.9 half of make test skips them)",
-    )
-
-
 @pytest.fixture(scope="session")
 def cpu_kernels():
     """The CPU kernels must be built and registrable: a broken build fails here, never skips."""

@@ -27,6 +27,8 @@ from device_check import summary  # noqa: E402
 from device_check.record import JSONL, Budget, Recorder, read_records  # noqa: E402
 from device_check.timing import device_cases  # noqa: E402
 
+pytestmark = pytest.mark.gpu
+
 SCRIPT = ROOT / "scripts" / "gpu_check.py"
 
 

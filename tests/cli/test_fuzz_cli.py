@@ -57,7 +57,7 @@ FAMILIES = ("smallint", "signed_zeros", "constant")
 MIN_NUMERICS_CHECKS = 40
 
 
-pytestmark = pytest.mark.usefixtures("cpu_kernels")
+pytestmark = [pytest.mark.usefixtures("cpu_kernels"), pytest.mark.slow]
 
 
 def tie_heavy_args(text: str, family: str, seed: int) -> list[np.ndarray]:

@@ -23,6 +23,8 @@ import pytest
 
 from pool3d_pass.cli.pool3d_opt import main
 
+pytestmark = pytest.mark.slow
+
 LIT = Path(__file__).resolve().parents[2] / "lit_tests"
 EVERY_FUNCTION = None
 

@@ -24,7 +24,7 @@ from pool3d_pass.bindings.gpu import cuda_library, deviceless
 
 ROOT = Path(__file__).resolve().parents[2]
 MISSING = deviceless.missing_wheels() or cuda_library.unavailable()
-pytestmark = pytest.mark.skipif(MISSING is not None, reason=f"deviceless H200 compile of the CUDA kernels skipped: {MISSING}")
+pytestmark = [pytest.mark.skipif(MISSING is not None, reason=f"deviceless H200 compile of the CUDA kernels skipped: {MISSING}"), pytest.mark.gpu]
 JOBS = ("forward + gradient", "gradient only")
 # The calls each (strategy, job) compiles to.
 EXPECTED = {

@@ -22,6 +22,8 @@ import pytest
 
 from pool3d_pass.bindings.gpu import deviceless
 
+pytestmark = pytest.mark.gpu
+
 ROOT = Path(__file__).resolve().parents[2]
 MISSING = deviceless.missing_wheels()
 

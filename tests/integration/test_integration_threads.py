@@ -28,7 +28,7 @@ import pool3d_pass
 from pool3d_pass.integration import module_rewrite, routing
 
 
-pytestmark = pytest.mark.usefixtures("cpu_kernels", "switch_off")
+pytestmark = [pytest.mark.usefixtures("cpu_kernels", "switch_off"), pytest.mark.slow]
 
 
 @pytest.fixture

@@ -15,6 +15,9 @@ import subprocess
 import sys
 
 from corpus import SUPPORT  # noqa: E402
+import pytest
+
+pytestmark = pytest.mark.slow
 
 CASES = SUPPORT / "memory_cases.py"
 SHAPES = 100

@@ -22,6 +22,8 @@ eqx = pytest.importorskip("equinox", reason="equinox is a test dependency: pip i
 from pool3d_pass.contract import TARGETS  # noqa: E402
 from compiled_hlo import pool_gradient_ops  # noqa: E402
 
+pytestmark = pytest.mark.needs_flax
+
 
 def kernel_calls(hlo: str) -> dict[str, int]:
     return {call: hlo.count(f'custom_call_target="{target}"') for call, target in TARGETS.items()}

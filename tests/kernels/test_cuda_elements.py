@@ -26,7 +26,7 @@ import pytest
 
 from pool3d_pass.bindings import cpu
 
-pytestmark = pytest.mark.usefixtures("cpu_kernels")
+pytestmark = [pytest.mark.usefixtures("cpu_kernels"), pytest.mark.gpu]
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCE = ROOT / "tests" / "kernels" / "host" / "cuda_elements_host.cc"

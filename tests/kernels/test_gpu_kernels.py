@@ -33,6 +33,8 @@ from kernel_examples import KernelExamples
 from pool3d_pass.bindings import reference as jax_reference
 from pool3d_pass.bindings.gpu import calls, kernels
 
+pytestmark = pytest.mark.gpu
+
 DTYPES = {"f32": np.dtype(np.float32), "bf16": np.dtype(ml_dtypes.bfloat16), "f16": np.dtype(np.float16)}
 
 

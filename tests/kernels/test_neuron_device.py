@@ -30,6 +30,8 @@ from contract_numpy import max_pool_grad_reference  # noqa: E402
 
 import pool3d_pass  # noqa: E402
 
+pytestmark = pytest.mark.neuron
+
 if not any(device.platform == "neuron" for device in jax.devices()):
     pytest.skip("the Neuron SDK is installed but JAX sees no neuron device", allow_module_level=True)
 

@@ -24,6 +24,8 @@ import pool3d_pass
 from pool3d_pass.bindings.gpu import calls
 from pool3d_pass.rewriting import splice
 
+pytestmark = pytest.mark.gpu
+
 POSITIVE = [e for e in numerics.ENTRIES if not e["negative"]]
 SPREAD = {
     "jax_ncdhw_k3s2_p1_f32", "jax_ndhwc_k2s2_valid_bf16", "jax_ncdhw_k2s2_valid_f16", "jax_ncdhw_k3s1_p1_f32",

@@ -72,7 +72,7 @@ from corpus import BARE_GRADIENT_STRATEGIES as STRATEGIES  # noqa: E402
 F32, BF16, F16 = np.dtype(np.float32), np.dtype(ml_dtypes.bfloat16), np.dtype(np.float16)
 
 
-pytestmark = pytest.mark.usefixtures("cpu_kernels")
+pytestmark = [pytest.mark.usefixtures("cpu_kernels"), pytest.mark.slow]
 
 
 # --------------------------------------------------------------------------

@@ -28,6 +28,8 @@ from pool3d_pass.contract import TARGETS
 
 from corpus import ENTRIES, FIXTURES  # noqa: E402
 
+pytestmark = pytest.mark.gpu
+
 POSITIVE = [e for e in ENTRIES if not e["negative"]]
 UNAVAILABLE = cuda_library.unavailable()
 needs_library = pytest.mark.skipif(UNAVAILABLE is not None, reason=f"CUDA kernels not tested: {UNAVAILABLE}")

@@ -18,6 +18,8 @@ import pytest
 from xla_runner import MLIR_TO_NUMPY, run_stablehlo  # noqa: E402
 
 from corpus import ENTRIES, FIXTURES, MANIFEST  # noqa: E402
+
+pytestmark = pytest.mark.needs_flax
 IDS = [e["name"] for e in ENTRIES]
 
 

@@ -17,6 +17,8 @@ from pool3d_pass.bindings.gpu import measured, speed
 from pool3d_pass.bindings.registry import CallSignature
 from pool3d_pass.contract import BACKWARD_FROM_INDICES, FORWARD_OUTPUT
 
+pytestmark = pytest.mark.gpu
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

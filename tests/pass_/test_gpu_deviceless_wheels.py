@@ -9,6 +9,8 @@ import pytest
 
 from pool3d_pass.bindings.gpu import deviceless
 
+pytestmark = pytest.mark.gpu
+
 
 def _fake_site(tmp_path, files):
     for relative in files:

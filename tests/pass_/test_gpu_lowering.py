@@ -28,6 +28,8 @@ from pool3d_pass.integration import module_rewrite
 from pool3d_pass.rewriting.strategy import preferred_strategy
 
 from corpus import ENTRIES, FIXTURES  # noqa: E402
+
+pytestmark = pytest.mark.gpu
 POSITIVE = [e for e in ENTRIES if not e["negative"]]
 TRITON = "__gpu$xla.gpu.triton"
 NAN_DROPPING = ("maxnumf", "minnumf", "maximumf", "minimumf")  # Triton's lax.max/min: never in a kernel
