@@ -1,0 +1,107 @@
+"""The contract's calls as `jax.ffi.ffi_call`s of its own target names, generated from `contract.CALLS`.
+
+A binding whose kernels are typed XLA FFI handlers registered under the
+contract's target names (the CPU kernels; the CUDA kernels) needs no code per
+call: `make_calls(register)` gives the five public functions,
+`max_pooling_3d_<kind>(*operands, kernel_size=, stride=, padding=,
+data_format=, output_format=)` (plus `input_shape=` where the call takes it),
+each one `ffi_call` of `contract.TARGETS[kind]` with the call's result types:
+a result named like the input (`grad_input`) has the input's shape, the
+pooled ones (`output`, `indices`) the pooled shape, indices int16. Lowered,
+each is exactly the contract's custom call, so a program holding it carries
+no kernel code. Invalid attributes are the kernels' to reject, with an error
+naming them (their shared validation); the shapes here stay computable for
+them. No JAX is imported until a function is called.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from pool3d_pass.contract import CALLS, INDEX_TYPE, INPUT, LAYOUTS, TARGETS, TENSOR_SHAPES, pooled_extent
+
+# The element type of the forward's indices (contract.INDEX_TYPE, "i16").
+INDEX_DTYPE = np.dtype({"i16": np.int16}[INDEX_TYPE])
+
+
+def _i64_triple(name: str, values: Sequence[int]) -> np.ndarray:
+    try:
+        arr = np.asarray(values, dtype=np.int64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be a sequence of integers, got {values!r}") from exc
+    return arr.reshape(-1)
+
+
+def attributes(kernel_size, stride, padding, data_format, output_format) -> dict:
+    """The call's five attributes as the handlers take them (i64 arrays, layout strings)."""
+    if output_format is None:
+        output_format = data_format
+    if not isinstance(data_format, str) or not isinstance(output_format, str):
+        raise TypeError(f"data_format and output_format must be strings out of {LAYOUTS}")
+    return dict(kernel_size=_i64_triple("kernel_size", kernel_size), stride=_i64_triple("stride", stride),
+                padding=_i64_triple("padding", padding), data_format=data_format, output_format=output_format)
+
+
+def pooled_shape(input_shape, attrs) -> tuple[int, ...]:
+    """The forward-output shape (in output_format) of a data_format input shape."""
+    if len(input_shape) != 5:
+        raise ValueError(f"the input must have rank 5, got shape {tuple(input_shape)}")
+    cl_in = attrs["data_format"] == "NDHWC"
+    b, c = input_shape[0], input_shape[4 if cl_in else 1]
+    spatial = input_shape[1:4] if cl_in else input_shape[2:5]
+    k, s, p = attrs["kernel_size"], attrs["stride"], attrs["padding"]
+    if len(k) != 3 or len(s) != 3 or len(p) != 3:
+        raise ValueError("kernel_size, stride and padding must have 3 elements (D, H, W)")
+    # Invalid attributes are the kernel's to reject (with a named error); keep
+    # this shape computable for them.
+    out = tuple(max(1, pooled_extent(int(n), int(kk), max(1, int(ss)), int(q), int(q)))
+                for n, kk, ss, q in zip(spatial, k, s, p))
+    return (b,) + out + (c,) if attrs["output_format"] == "NDHWC" else (b, c) + out
+
+
+def _make(kind: str, register: Callable[[], None]) -> Callable:
+    call = CALLS[kind]
+    keywords = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default)
+                for name, default in (("input_shape", None), ("kernel_size", inspect.Parameter.empty),
+                                      ("stride", inspect.Parameter.empty), ("padding", inspect.Parameter.empty),
+                                      ("data_format", "NCDHW"), ("output_format", None))
+                if name != "input_shape" or call.takes_input_shape]
+    signature = inspect.Signature(
+        [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for name in call.operands] + keywords)
+
+    def function(*args, **kwargs):
+        import jax
+
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        values = bound.arguments
+        register()
+        attrs = attributes(values["kernel_size"], values["stride"], values["padding"], values["data_format"],
+                           values["output_format"])
+        operands = [values[name] for name in call.operands]
+        float_dtype = operands[0].dtype
+        if "input" in values:
+            input_shape = tuple(values["input"].shape)
+        else:
+            input_shape = tuple(int(n) for n in values["input_shape"])
+        results = []
+        for name in call.results:
+            shape = input_shape if TENSOR_SHAPES[name] == INPUT else pooled_shape(input_shape, attrs)
+            results.append(jax.ShapeDtypeStruct(shape, INDEX_DTYPE if name == "indices" else float_dtype))
+        out = jax.ffi.ffi_call(TARGETS[kind], tuple(results) if len(results) > 1 else results[0])(*operands, **attrs)
+        return tuple(out) if len(results) > 1 else out
+
+    function.__name__ = function.__qualname__ = f"max_pooling_3d_{kind}"
+    function.__signature__ = signature
+    function.__doc__ = (f"The contract's `{kind}` call ({call.target}): ({', '.join(call.operands)}) -> "
+                        f"({', '.join(call.results)}); its meaning is docs/contract.md's.")
+    return function
+
+
+def make_calls(register: Callable[[], None]) -> dict[str, Callable]:
+    """{"max_pooling_3d_<kind>": function} for every call of the contract; `register()` runs before each
+    call is traced (idempotent: makes the handlers known to XLA)."""
+    return {f"max_pooling_3d_{kind}": _make(kind, register) for kind in CALLS}
