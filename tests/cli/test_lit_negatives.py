@@ -43,6 +43,7 @@ class Claim:
 
 
 GPU = "pool3d-max-pool-backward-gpu.mlir"
+PALLAS = (("POOL3D_GPU_IMPL", "pallas"),)  # as the lit file's RUN lines: its checks are of the Pallas kernels
 REFUSED_BY_GPU = ("neutral_call_f64_refused", "neutral_call_window_over_4096_refused")
 CLAIMS = [
     # --strategy=recompute: no layer call anywhere
@@ -55,15 +56,17 @@ CLAIMS = [
     # gpu, recompute: no forward kernel anywhere
     Claim(GPU, ("--split-input-file", "--target=gpu", "--strategy=recompute"), "RECOMPUTE",
           ('stablehlo.custom_call @__gpu$xla.gpu.triton(%0) {name = "pool3d_gpu_forward"}',
-           'stablehlo.custom_call @__gpu$xla.gpu.triton(%0) {name = "pool3d_gpu_forward_output"}')),
+           'stablehlo.custom_call @__gpu$xla.gpu.triton(%0) {name = "pool3d_gpu_forward_output"}'), env=PALLAS),
     # gpu, auto: gradients and refused calls get no Triton call (the neutral call in between is bound)
     Claim(GPU, ("--split-input-file", "--target=gpu"), "AUTO", ("stablehlo.custom_call @__gpu$xla.gpu.triton(%0)",),
-          ("training_step_forward_and_gather_kernels", "bare_gradient_indices_then_gather_bf16", *REFUSED_BY_GPU)),
+          ("training_step_forward_and_gather_kernels", "bare_gradient_indices_then_gather_bf16", *REFUSED_BY_GPU),
+          env=PALLAS),
     # gpu, indices: the refused calls stay neutral; the bound neutral call leaves no @pool3d. call
     Claim(GPU, ("--split-input-file", "--target=gpu", "--strategy=indices"), "CHECK",
-          ("stablehlo.custom_call @__gpu$xla.gpu.triton(%0)",), REFUSED_BY_GPU),
+          ("stablehlo.custom_call @__gpu$xla.gpu.triton(%0)",), REFUSED_BY_GPU, env=PALLAS),
     Claim(GPU, ("--split-input-file", "--target=gpu", "--strategy=indices"), "CHECK",
-          ("stablehlo.custom_call @pool3d.max_pooling_3d_backward(%arg0)",), ("neutral_call_bound_to_gpu",)),
+          ("stablehlo.custom_call @pool3d.max_pooling_3d_backward(%arg0)",), ("neutral_call_bound_to_gpu",),
+          env=PALLAS),
     # gpu interpret mode: no Triton call and no select_and_scatter anywhere
     Claim(GPU, ("--split-input-file", "--target=gpu", "--strategy=indices"), "INTERPRET",
           ("stablehlo.custom_call @__gpu$xla.gpu.triton(%0)", '%9 = "stablehlo.select_and_scatter"(%0, %1, %2)'),

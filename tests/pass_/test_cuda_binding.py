@@ -28,7 +28,9 @@ from pool3d_pass.contract import TARGETS
 
 from corpus import ENTRIES, FIXTURES  # noqa: E402
 
-pytestmark = pytest.mark.gpu
+# These tests lower the Pallas kernels directly, not through the pass (which logs JAX's
+# deprecation of its Triton backend once instead: tests/pass_/test_gpu_auto.py).
+pytestmark = [pytest.mark.gpu, pytest.mark.filterwarnings("ignore:The Pallas Triton backend is deprecated:DeprecationWarning")]
 
 POSITIVE = [e for e in ENTRIES if not e["negative"]]
 UNAVAILABLE = cuda_library.unavailable()

@@ -22,6 +22,17 @@ pytestmark = pytest.mark.gpu
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.fixture(autouse=True)
+def pallas(monkeypatch):
+    """The stored run measured the Pallas kernels: these tests ask for them (the CUDA library may be built)."""
+    from pool3d_pass.bindings.gpu import implementation
+
+    monkeypatch.setenv(implementation.IMPL_ENV, "pallas")
+    pool3d_pass.clear_caches()
+    yield
+    pool3d_pass.clear_caches()
+
+
 def test_the_table_is_what_the_stored_run_gives():
     for impl, run in measured.RUNS.items():
         result = subprocess.run([sys.executable, str(ROOT / "scripts" / "gpu_speed_table.py"), str(ROOT / run["file"]),
@@ -121,3 +132,16 @@ def test_the_pallas_deprecation_is_logged_once_not_warned(caplog):
     assert len(logged) <= 1 and (logged or already or jax.__version__ < "0.11")
     if logged:
         assert jax.__version__ in logged[0].getMessage()
+
+
+def test_unmeasured_cuda_kernels_are_used_nowhere_under_auto(monkeypatch):
+    """Where the CUDA kernels serve and no device run has measured them, auto leaves every pool to XLA."""
+    from pool3d_pass.bindings.gpu import binding as gpu_binding
+
+    monkeypatch.setattr(gpu_binding, "implementation", lambda: "cuda")
+    text = _grad_program((2, 16, 64, 64, 64), jnp.float32, *NDHWC_K2)  # a class the Pallas kernels won
+    if "cuda" in measured.RUNS:
+        pytest.skip("a device run has measured the CUDA kernels")
+    _, report = pool3d_pass.rewrite_text(text, target="gpu")
+    assert report.rewritten == 0
+    assert any(m.reason.startswith("gpu binding: cuda kernels not measured on a GPU") for m in report.missed)
