@@ -51,6 +51,7 @@ SMALL = [
 ]
 
 
+@pytest.mark.needs_torch
 @pytest.mark.skipif(torch is None, reason="torch not installed")
 @pytest.mark.parametrize("case", SMALL, ids=lambda c: c.name)
 def test_offsets_to_flat_names_torchs_indices(case):

@@ -25,6 +25,8 @@ import itertools
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.needs_torch
+
 torch = pytest.importorskip(
     "torch",
     reason="PyTorch oracle: install it with `.venv/bin/pip install torch==2.13.0` (the 'torch' extra)",
