@@ -19,13 +19,8 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import threading
 
-from pool3d_pass.contract import TARGETS
-
-_FFI_API_VERSION = 1  # XLA's typed FFI (jax.ffi.register_ffi_target's api_version)
-_lock = threading.Lock()
-_registered = False
+from pool3d_pass.bindings.ffi_registration import HandlerRegistration
 
 
 def load_kernel_module():
@@ -48,24 +43,17 @@ def load_kernel_module():
     return _kernel
 
 
+_registration = HandlerRegistration("cpu", lambda: load_kernel_module().handlers())
+
+
 def register() -> None:
     """Register every CPU FFI handler under its target name (contract.TARGETS).
 
     Idempotent and thread-safe; raises ImportError if the extension is missing.
     """
-    global _registered
-    if _registered:
-        return
-    with _lock:
-        if _registered:
-            return
-        from jaxlib import xla_client  # noqa: PLC0415 (jaxlib, not jax: cheap)
-
-        for kind, capsule in load_kernel_module().handlers().items():
-            xla_client.register_custom_call_target(TARGETS[kind], capsule, "cpu", _FFI_API_VERSION)
-        _registered = True
+    _registration.register()
 
 
 def is_registered() -> bool:
     """Whether register() has run in this process."""
-    return _registered
+    return _registration.done

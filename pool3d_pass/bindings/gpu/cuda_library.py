@@ -23,14 +23,13 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
-import threading
 
+from pool3d_pass.bindings.ffi_registration import HandlerRegistration
 from pool3d_pass.contract import TARGETS
 
 LIBRARY_ENV = "POOL3D_CUDA_LIBRARY"
 LIBRARY_NAME = "_cuda_kernels.so"
 XLA_PLATFORM = "CUDA"
-_FFI_API_VERSION = 1  # XLA's typed FFI (jax.ffi.register_ffi_target's api_version)
 # The handler symbol of each call kind (cuda/kernels.cu's XLA_FFI_DEFINE_HANDLER_SYMBOL).
 SYMBOLS = {
     "backward": "Pool3dCudaMaxPooling3dBackward",
@@ -39,9 +38,6 @@ SYMBOLS = {
     "backward_from_indices": "Pool3dCudaMaxPooling3dBackwardFromIndices",
     "backward_from_input": "Pool3dCudaMaxPooling3dBackwardFromInput",
 }
-
-_lock = threading.Lock()
-_registered = False
 
 
 def library_path() -> str:
@@ -90,24 +86,20 @@ def _capsule(function_pointer: int):
     return new(function_pointer, None, destructor(0))
 
 
+def _handlers() -> dict:
+    library = load()
+    return {kind: _capsule(ctypes.cast(getattr(library, SYMBOLS[kind]), ctypes.c_void_p).value) for kind in TARGETS}
+
+
+_registration = HandlerRegistration(XLA_PLATFORM, _handlers)
+
+
 def register() -> None:
     """Register every handler for platform CUDA under its target name (idempotent, thread-safe).
 
     Raises ImportError where the library is missing or does not load.
     """
-    global _registered
-    if _registered:
-        return
-    with _lock:
-        if _registered:
-            return
-        library = load()
-        from jaxlib import xla_client  # noqa: PLC0415 (jaxlib, not jax: cheap)
-
-        for kind, target in TARGETS.items():
-            pointer = ctypes.cast(getattr(library, SYMBOLS[kind]), ctypes.c_void_p).value
-            xla_client.register_custom_call_target(target, _capsule(pointer), XLA_PLATFORM, _FFI_API_VERSION)
-        _registered = True
+    _registration.register()
 
 
 def register_if_built() -> None:
@@ -121,4 +113,4 @@ def register_if_built() -> None:
 
 
 def is_registered() -> bool:
-    return _registered
+    return _registration.done
