@@ -190,13 +190,27 @@ check-jax:
 # kernels' library where nvcc was found; docs/gpu.md). Built with pip's build isolation,
 # so against the oldest supported jaxlib's FFI headers (pyproject.toml), like a source
 # install. `auditwheel show dist/*.whl` names its manylinux policy (docs/jax_integration.md).
-.PHONY: wheel
+.PHONY: wheel wheel-check
 wheel:
 	$(call need_python,$(PYTHON312),$(PYTHON_VERSION))
 	rm -rf dist build/wheel
 	printf '[build]\nbuild_base = build/wheel\n' > build-wheel.cfg
 	DIST_EXTRA_CONFIG=$(CURDIR)/build-wheel.cfg $(PYTHON312) -m pip --disable-pip-version-check wheel --no-deps -w dist .
 	rm -f build-wheel.cfg
+
+# The wheel installed where no compiler can be reached: a fresh venv with JAX $(JAX), the
+# wheel put in with PATH holding only that venv (CC/CXX false, binaries only), then
+# scripts/wheel_check.py: pool3d_pass.jit rewrites a max-pool gradient and gives jax.jit's values.
+WHEEL_VENV ?= build/wheel-venv
+wheel-check: wheel
+	rm -rf $(WHEEL_VENV)
+	$(PYTHON312) -m venv $(WHEEL_VENV)
+	$(WHEEL_VENV)/bin/python -m pip --disable-pip-version-check -q install jax==$(JAX) jaxlib==$(JAX)
+	env -i HOME="$$HOME" PATH="$(abspath $(WHEEL_VENV))/bin" CC=false CXX=false NVCC=false \
+	    $(WHEEL_VENV)/bin/python -m pip --disable-pip-version-check -q install --no-deps --only-binary=:all: --no-index dist/*.whl
+	env -i PATH="$(abspath $(WHEEL_VENV))/bin" /bin/sh -c 'for c in cc gcc g++ c++ clang nvcc; do if command -v $$c; then echo "a compiler is reachable: $$c"; exit 1; fi; done'
+	cd $(WHEEL_VENV) && env -i HOME="$$HOME" PATH="$(abspath $(WHEEL_VENV))/bin" JAX_PLATFORMS=cpu \
+	    bin/python $(CURDIR)/scripts/wheel_check.py
 
 # --- The gpu binding (docs/gpu.md) ----------------------------------------------
 # gpu-compile-check: XLA:GPU's deviceless compile for an NVIDIA H200, no GPU needed, in

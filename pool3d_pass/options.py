@@ -14,6 +14,11 @@ carries it unchanged:
 * `mesh`: a `jax.sharding.Mesh` of the program's devices, for programs
   compiled for several devices (the binding's partitionable functions), or None.
 * `filename`: the name locations are reported under, or None.
+* `gpu_kernels`: the gpu binding's kernels, `"auto"` (the CUDA kernels where
+  their library loads, else Pallas), `"cuda"` or `"pallas"`; None: the
+  environment's override (environment.py) or auto.
+* `gpu_interpret`: the gpu binding's Pallas kernels in interpret mode (plain
+  StableHLO that runs on any backend); None: the environment's override.
 
 This module imports nothing of the package: the bindings, the rewriting, the
 command line and the JAX integration all take these words from here.
@@ -31,6 +36,7 @@ RECOMPUTE = "recompute"
 INDICES = "indices"
 AUTO = "auto"
 STRATEGIES = (AUTO, RECOMPUTE, INDICES)
+GPU_KERNELS = (AUTO, "cuda", "pallas")
 
 
 @dataclass(frozen=True)
@@ -39,10 +45,16 @@ class PassOptions:
     strategy: str = AUTO
     mesh: Any = None  # jax.sharding.Mesh | None
     filename: str | None = None
+    gpu_kernels: str | None = None
+    gpu_interpret: bool | None = None
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:
             raise ValueError(f"unknown strategy {self.strategy!r}; expected one of {', '.join(STRATEGIES)}")
+        if self.gpu_kernels is not None and self.gpu_kernels not in GPU_KERNELS:
+            raise ValueError(f"unknown gpu_kernels {self.gpu_kernels!r}; expected one of {', '.join(GPU_KERNELS)}")
+        if self.gpu_interpret is not None and not isinstance(self.gpu_interpret, bool):
+            raise ValueError(f"gpu_interpret must be True, False or None, got {self.gpu_interpret!r}")
 
     @property
     def neutral(self) -> bool:
@@ -59,7 +71,8 @@ class PassOptions:
 
 
 def pass_options(options: PassOptions | None = None, **keywords: Any) -> PassOptions:
-    """`options`, or one made from the keyword arguments (`target=`, `strategy=`, `mesh=`, `filename=`).
+    """`options`, or one made from the keyword arguments (`target=`, `strategy=`, `mesh=`, `filename=`,
+    `gpu_kernels=`, `gpu_interpret=`).
 
     The keyword APIs (`rewrite(module, target=..., strategy=...)`) and the
     options object are two spellings of one thing; giving both is an error.

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pool3d_pass import safe_parse
 from pool3d_pass.bindings.registry import platforms
 from pool3d_pass.cli.pipeline import DEFAULT_PIPELINE, build_pass_manager
-from pool3d_pass.options import AUTO, NEUTRAL, STRATEGIES, PassOptions
+from pool3d_pass.options import AUTO, GPU_KERNELS, NEUTRAL, STRATEGIES, PassOptions
 from pool3d_pass.report import RewriteReport
 
 SPLIT_MARKER = re.compile(r"^// -----\s*$", re.MULTILINE)
@@ -66,6 +66,20 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="auto: the platform's choice (recompute for neutral output, indices where the binding has the "
         "layer calls); recompute: one backward call on (grad_output, input, output); indices: forward call + "
         "backward from its indices, or one fused call where no forward exists",
+    )
+    parser.add_argument(
+        "--gpu-kernels",
+        default=None,
+        choices=list(GPU_KERNELS),
+        help="--target=gpu: auto (the CUDA kernels where their library loads, else Pallas), cuda or pallas "
+        "(default: $POOL3D_GPU_IMPL, else auto)",
+    )
+    parser.add_argument(
+        "--gpu-interpret",
+        action="store_true",
+        default=None,
+        help="--target=gpu: the Pallas kernels in interpret mode, plain StableHLO that runs on any backend "
+        "(default: $POOL3D_GPU_INTERPRET=1)",
     )
     parser.add_argument("--print-debuginfo", action="store_true", help="print op locations")
     return parser.parse_args(argv)
@@ -198,7 +212,8 @@ def write_output(path: str, text: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     text, name = read_input(args.input)
-    options = PassOptions(target=args.target, strategy=args.strategy, filename=name)
+    options = PassOptions(target=args.target, strategy=args.strategy, filename=name,
+                          gpu_kernels=args.gpu_kernels, gpu_interpret=args.gpu_interpret)
     report = RewriteReport()
     outputs, failed = [], False
     for chunk in split_chunks(text, args.split_input_file):

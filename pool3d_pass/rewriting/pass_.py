@@ -34,7 +34,7 @@ from jaxlib.mlir import ir, passmanager
 from jaxlib.mlir._mlir_libs._mlir import rewrite as mlir_rewrite
 from jaxlib.mlir.dialects import stablehlo
 
-from pool3d_pass import jax_compat
+from pool3d_pass import environment, jax_compat
 from pool3d_pass.bindings.registry import Binding, CallSignature, binding_for
 from pool3d_pass.contract import FORWARD_OUTPUT, INDEX_TYPE
 from pool3d_pass.ir_context import make_context
@@ -313,7 +313,7 @@ def _run_callable(on_report: Callable[[RewriteReport], None] | None, options: Pa
     def run(op: ir.Operation, pass_) -> None:
         state = _PassRun(options, binding)
         try:
-            with u.attribute_values_cached():
+            with u.attribute_values_cached(), environment.applying(options):
                 mlir_rewrite.walk_and_apply_patterns(op, state.patterns())
                 state.erase_replaced_forwards()
                 forward_alone = state.forward_alone_patterns()

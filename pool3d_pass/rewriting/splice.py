@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from jaxlib.mlir import ir
 
-from pool3d_pass import caches
+from pool3d_pass import caches, environment
 from pool3d_pass.bindings.registry import Binding
 from pool3d_pass.contract import CALLS
 from pool3d_pass.rewriting import partition_keys
@@ -67,7 +67,9 @@ def keeping_alive() -> Iterator[list]:
 
 
 @caches.bounded(CACHE_SIZE)
-def _lowered(binding: Binding, call: str, operand_specs: tuple, attributes: tuple, mesh=None) -> LoweredBinding:
+def _lowered(binding: Binding, call: str, operand_specs: tuple, attributes: tuple, mesh=None,
+             settings: tuple = ()) -> LoweredBinding:
+    # `settings` (environment.settings_key()) is read by the binding while it lowers: a key, not an input.
     import jax
     import jax.numpy as jnp
 
@@ -203,7 +205,7 @@ def call_binding(
     )
     if CALLS[call].takes_input_shape:  # no operand has the forward input's shape: the result has
         attributes += (("input_shape", tuple(ir.RankedTensorType(result_types[0]).shape)),)
-    lowered = _lowered(binding, call, tuple(_spec(v) for v in operands), attributes, mesh)
+    lowered = _lowered(binding, call, tuple(_spec(v) for v in operands), attributes, mesh, environment.settings_key())
     kept = _keepalive.get()
     if kept is not None:
         kept.append(lowered)

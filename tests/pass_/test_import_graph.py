@@ -27,7 +27,7 @@ LAYERS = [
     (f"{ROOT}.rewriting",),
     (f"{ROOT}.matching", f"{ROOT}.bindings"),
     (f"{ROOT}.contract", f"{ROOT}.report", f"{ROOT}.safe_parse", f"{ROOT}.ir_context"),
-    (f"{ROOT}.options", f"{ROOT}.jax_compat", f"{ROOT}.caches"),
+    (f"{ROOT}.options", f"{ROOT}.environment", f"{ROOT}.jax_compat", f"{ROOT}.caches"),
 ]
 
 

@@ -20,12 +20,13 @@ backend_config), which XLA:GPU compiles:
   (indices only) then the gather kernel; the int16 indices pass through GPU
   memory between the two (2 bytes per window).
 
-Switches, read whenever a call is traced (the pass caches a lowering per
-process: set them before the first rewrite):
+Switches, read whenever a call is traced (the pass keys its cached
+lowerings by the first two):
 
-- `POOL3D_GPU_INTERPRET=1`: the kernels run in Pallas interpret mode, as
-  plain StableHLO, so a program rewritten for the gpu target runs on any
-  backend (tests run them on CPU).
+- the pass's `gpu_interpret` option (else `POOL3D_GPU_INTERPRET=1`,
+  environment.py): the kernels run in Pallas interpret mode, as plain
+  StableHLO, so a program rewritten for the gpu target runs on any backend
+  (tests run them on CPU).
 - `POOL3D_GPU_DEVICE_KIND` (default "NVIDIA H200"): the device the Triton
   kernels are lowered for where no CUDA device is present (a CPU machine, a
   deviceless compile); JAX >= 0.11 needs one to lower a Triton kernel.
@@ -48,12 +49,13 @@ from collections.abc import Sequence
 
 import jax
 
+from pool3d_pass import environment
 from pool3d_pass.contract import LAYOUTS, pooled_extent
 
 logger = logging.getLogger("pool3d_pass")
 
-INTERPRET_ENV = "POOL3D_GPU_INTERPRET"
-DEVICE_KIND_ENV = "POOL3D_GPU_DEVICE_KIND"
+INTERPRET_ENV = environment.GPU_INTERPRET
+DEVICE_KIND_ENV = environment.GPU_DEVICE_KIND
 DEFAULT_DEVICE_KIND = "NVIDIA H200"
 TRITON_CALL_TARGET = "__gpu$xla.gpu.triton"
 # Kernel names (the Triton kernels' names in the lowered call and in the PTX).
@@ -76,8 +78,8 @@ __all__ = [
 
 
 def interpret_mode() -> bool:
-    """Whether POOL3D_GPU_INTERPRET=1: kernels run in Pallas interpret mode."""
-    return os.environ.get(INTERPRET_ENV, "") == "1"
+    """Whether the kernels run in Pallas interpret mode (the gpu_interpret option, else the environment)."""
+    return environment.gpu_interpret()
 
 
 # --- where the kernels come from ------------------------------------------------

@@ -1,15 +1,16 @@
 """Which kernels serve the gpu binding: the CUDA library's ("cuda") or the Pallas ones ("pallas").
 
 `implementation()` is the one place that decides; the binding's functions ask
-it whenever a call is traced:
+it whenever a call is traced. What is asked for is the pass's `gpu_kernels`
+option, else `POOL3D_GPU_IMPL` (environment.py):
 
-- `POOL3D_GPU_IMPL=pallas`: the Pallas (Triton) kernels;
-- `POOL3D_GPU_IMPL=cuda`: the CUDA kernels; where their library is not built
-  or does not load, the Pallas kernels, with a WARNING on the `pool3d_pass`
-  logger saying why;
-- unset (or `auto`): the CUDA kernels where the library loads, else the
-  Pallas kernels; Pallas also under `POOL3D_GPU_INTERPRET=1` (interpret mode
-  is a Pallas feature).
+- `pallas`: the Pallas (Triton) kernels;
+- `cuda`: the CUDA kernels; where their library is not built or does not
+  load, the Pallas kernels, with a WARNING on the `pool3d_pass` logger saying
+  why;
+- `auto` (or unset): the CUDA kernels where the library loads, else the
+  Pallas kernels; Pallas also in interpret mode (the `gpu_interpret` option
+  or `POOL3D_GPU_INTERPRET=1`: interpret mode is a Pallas feature).
 
 The pass caches each lowering per process: to switch within one process, call
 `use("cuda")` / `use("pallas")`, which sets the variable and clears
@@ -23,10 +24,11 @@ import functools
 import logging
 import os
 
+from pool3d_pass import environment
 from pool3d_pass.bindings.gpu import cuda_library
 
-IMPL_ENV = "POOL3D_GPU_IMPL"
-INTERPRET_ENV = "POOL3D_GPU_INTERPRET"  # calls.INTERPRET_ENV (calls.py imports JAX)
+IMPL_ENV = environment.GPU_KERNELS
+INTERPRET_ENV = environment.GPU_INTERPRET
 CUDA, PALLAS, AUTO = "cuda", "pallas", "auto"
 CHOICES = (CUDA, PALLAS, AUTO)
 
@@ -34,8 +36,8 @@ logger = logging.getLogger("pool3d_pass")
 
 
 def requested() -> str:
-    """The choice in $POOL3D_GPU_IMPL: "cuda", "pallas" or "auto" (unset, empty or unknown)."""
-    value = os.environ.get(IMPL_ENV, "").strip().lower() or AUTO
+    """The choice asked for: "cuda", "pallas" or "auto" (unset, empty or unknown)."""
+    value = environment.gpu_kernels()
     if value not in CHOICES:
         _warn_once(f"{IMPL_ENV}={value!r} is not one of {', '.join(CHOICES)}; using auto")
         return AUTO
@@ -45,13 +47,13 @@ def requested() -> str:
 def implementation() -> str:
     """"cuda" or "pallas": the kernels the gpu binding's calls use now."""
     choice = requested()
-    if choice == PALLAS or (choice == AUTO and os.environ.get(INTERPRET_ENV, "") == "1"):
+    if choice == PALLAS or (choice == AUTO and environment.gpu_interpret()):
         return _chosen(PALLAS, "asked for" if choice == PALLAS else "interpret mode")
     reason = cuda_library.unavailable()
     if reason is None:
         return _chosen(CUDA, cuda_library.library_path())
     if choice == CUDA:
-        _warn_once(f"{IMPL_ENV}=cuda, but the CUDA kernels cannot be used: {reason}; using the Pallas kernels")
+        _warn_once(f"gpu_kernels=cuda ({IMPL_ENV}=cuda), but the CUDA kernels cannot be used: {reason}; using the Pallas kernels")
     return _chosen(PALLAS, reason)
 
 
@@ -70,7 +72,7 @@ def summary() -> str:
         return "CUDA kernels"
     if requested() == PALLAS:
         return "Pallas kernels (asked for)"
-    if os.environ.get(INTERPRET_ENV, "") == "1" and requested() == AUTO:
+    if environment.gpu_interpret() and requested() == AUTO:
         return "Pallas kernels (interpret mode)"
     reason = cuda_library.unavailable() or ""
     return f"Pallas kernels ({'CUDA library not built' if 'not built' in reason else 'CUDA library unusable'})"

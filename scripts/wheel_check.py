@@ -1,0 +1,45 @@
+"""Runs in a venv that holds only JAX and the installed pool3d_pass wheel: the pass rewrites and runs a gradient.
+
+`make wheel-check` installs the wheel there with no compiler reachable, then
+runs this file: `pool3d_pass.jit` of a 3-D max pool's gradient must hold the
+contract's backward call in its compiled program, come from the wheel (not a
+source tree) and give `jax.jit`'s values. Exits non-zero otherwise.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import pool3d_pass
+from pool3d_pass.contract import TARGETS
+
+
+def loss(x):
+    y = jax.lax.reduce_window(x, -jnp.inf, jax.lax.max, (1, 1, 2, 2, 2), (1, 1, 2, 2, 2), "VALID")
+    return jnp.sum(y * y)
+
+
+def main() -> int:
+    if "site-packages" not in pool3d_pass.__file__:
+        print(f"pool3d_pass comes from {pool3d_pass.__file__}, not an installed wheel")
+        return 1
+    x = jax.random.normal(jax.random.PRNGKey(0), (2, 3, 8, 8, 8), jnp.float32)
+    rewritten = pool3d_pass.jit(jax.grad(loss))
+    text = rewritten.lower(x).compile().as_text()
+    if not any(target in text for target in TARGETS.values()):
+        print("the compiled program holds none of the contract's calls: nothing was rewritten")
+        return 1
+    got, want = np.asarray(rewritten(x)), np.asarray(jax.jit(jax.grad(loss))(x))
+    if not np.array_equal(got, want):
+        print(f"values differ from jax.jit's: max |diff| {np.max(np.abs(got - want))}")
+        return 1
+    print(f"wheel check passed: pool3d_pass {pool3d_pass.__file__}, jax {jax.__version__}, rewritten and exact")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

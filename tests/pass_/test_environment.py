@@ -1,0 +1,27 @@
+"""Every environment variable the package and its build read is named, with its meaning, in environment.py."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from pool3d_pass import environment
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+NAMED = re.compile(r"""["'](POOL3D_[A-Z_]+)["']""")
+
+
+def test_every_variable_read_is_listed():
+    sources = [*(REPOSITORY / "pool3d_pass").rglob("*.py"), *(REPOSITORY / "pool3d_pass").rglob("*.cc"),
+               *(REPOSITORY / "pool3d_pass").rglob("*.h"), *(REPOSITORY / "pool3d_pass").rglob("*.cu"),
+               REPOSITORY / "setup.py"]
+    read = {name for path in sources for name in NAMED.findall(path.read_text(encoding="utf-8"))}
+    assert {"POOL3D_GPU_IMPL", "POOL3D_CPU_THREADS", "POOL3D_BUILD_CUDA"} <= read  # the scan sees Python, C++, the build
+    assert read == set(environment.VARIABLES), read ^ set(environment.VARIABLES)
+
+
+def test_pass_level_variables_name_existing_options():
+    from pool3d_pass.options import PassOptions
+
+    fields = set(PassOptions.__dataclass_fields__)
+    assert all(option in fields for _, option, _ in environment.VARIABLES.values() if option is not None)
