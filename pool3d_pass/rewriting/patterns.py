@@ -1,0 +1,228 @@
+"""The pool3d pass's rewrite patterns and the state one application of them keeps.
+
+Three patterns, applied by `walk_and_apply_patterns` (a single walk, no folding,
+no dead-code elimination, so nothing the pass did not mean to touch changes):
+
+* on `stablehlo.select_and_scatter`: match a max-pool gradient and replace it
+  with the kernel call. JAX's explicit-pad form leaves `slice(pad(...))`
+  behind, because the walk driver lets a pattern erase only ops it has
+  already visited and the slice comes later; so the op is replaced by a zero
+  pad of the new gradient, remembered here, and
+* on `stablehlo.slice`: a slice that exactly undoes one of those remembered
+  pads is folded away together with the pad and, once unused, the original
+  -inf pad;
+* on `stablehlo.custom_call`, only with a platform target: a neutral call left
+  by an earlier run (`pool3d-opt` with the default target) is bound to the
+  platform's binding, so neutral IR can be bound later.
+
+Then, with a platform target whose binding has the forward-output call, a
+second walk with one pattern:
+
+* on `stablehlo.reduce_window`: a forward max pool left without a gradient
+  (inference) becomes that call where the binding accepts its configuration
+  (rewriting/inference.py); the others stay, with a remark.
+
+The pass that applies them (pass_.py) is the public API; what the patterns
+leave without uses is erased by cleanup.py, and their remarks are written by
+remarks.py.
+"""
+
+from __future__ import annotations
+
+from jaxlib.mlir import ir
+from jaxlib.mlir._mlir_libs._mlir import rewrite as mlir_rewrite
+from jaxlib.mlir.dialects import stablehlo
+
+from pool3d_pass.bindings.registry import Binding, CallSignature
+from pool3d_pass.contract import FORWARD_OUTPUT, INDEX_TYPE
+from pool3d_pass.matching import NoMatch, match_pool_gradient
+from pool3d_pass.matching import ir_utils as u
+from pool3d_pass.matching.forward import find_forward
+from pool3d_pass.matching.forward_pool import is_max_pool, match_forward_pool
+from pool3d_pass.matching.neutral_call import NeutralCall, read_neutral_call
+from pool3d_pass.options import PassOptions
+from pool3d_pass.report import FORWARD_ALONE, Miss, Rewrite, RewriteReport
+from pool3d_pass.rewriting import cleanup, emit, remarks
+from pool3d_pass.rewriting.inference import replace_with_forward_output, signature_of
+from pool3d_pass.rewriting.indices import SavedForward, build_from_indices, build_from_input, replace_forward
+from pool3d_pass.rewriting.recompute import build_recompute
+from pool3d_pass.rewriting.strategy import (
+    BARE_INDICES,
+    FORWARD_REPLACED,
+    FUSED,
+    Plan,
+    StrategyChooser,
+    binding_refusal,
+)
+
+# The bindings' convention: a pattern returns a truthy value when it did NOT match.
+_NO_MATCH = True
+_MATCHED = False
+
+
+class PassRun:
+    """State of one application of the patterns to one operation."""
+
+    def __init__(self, options: PassOptions, binding: Binding | None):
+        self.options = options
+        self.binding = binding  # the target's, resolved once per pass (None: neutral, or no binding)
+        self.emit = emit.for_run(options, binding)
+        self.chooser = StrategyChooser(options, binding)
+        self.report = RewriteReport(strategy=self.chooser.strategy)
+        self.pending_folds: list[tuple[ir.OpView, ir.OpView | None]] = []
+        self.saved_forwards: dict[ir.Operation, SavedForward] = {}
+        self.forwards_alone: list[ir.Operation] = []  # reduce_windows the forward-output call replaced
+        self.read_by_gradients: set[int] = set()  # (hashes of) forward reduce_windows a backward call reads
+
+    def _serving(self) -> str:
+        return remarks.serving(self.options, self.binding)
+
+    def patterns(self) -> mlir_rewrite.FrozenRewritePatternSet:
+        patterns = mlir_rewrite.RewritePatternSet()
+        patterns.add(stablehlo.SelectAndScatterOp, self.rewrite_pool_gradient)
+        patterns.add(stablehlo.SliceOp, self.fold_slice_of_created_pad)
+        if not self.options.neutral:
+            patterns.add(stablehlo.CustomCallOp, self.bind_neutral_call)
+        return patterns.freeze()
+
+    def rewrite_pool_gradient(self, op: ir.OpView, rewriter) -> bool:
+        self.report.candidates += 1
+        try:
+            match = match_pool_gradient(op)
+            if not self.options.neutral and self.binding is None:
+                raise NoMatch(f"no pool3d binding for platform '{self.options.target}'; nothing is rewritten there")
+            forward = find_forward(match)
+            plan = self.chooser.plan(match, has_forward=forward is not None)
+        except NoMatch as reason:
+            self.report.add(Miss(u.format_location(op.location, self.options.filename), str(reason)))
+            return _NO_MATCH
+
+        grad_input = self.build(match, forward, plan)
+        self.report.rewritten += 1
+        self.report.add(Rewrite(u.format_location(op.location, self.options.filename),
+                                remarks.describe(match, plan, forward) + self._serving()))
+
+        padding_chain = cleanup.padding_chain(op, match)
+        if match.slice is not None:
+            low = [lo for lo, _ in match.window.padding]
+            high = [hi for _, hi in match.window.padding]
+            with ir.InsertionPoint(op.operation), op.location:
+                padded = stablehlo.PadOp(grad_input, match.zero, low, high, [0] * len(low))
+            self.pending_folds.append((padded, padding_chain))
+            rewriter.replace_op(op, [padded.result])
+            return _MATCHED
+
+        rewriter.replace_op(op, [grad_input])
+        cleanup.erase_if_unused(rewriter, padding_chain)
+        cleanup.erase_if_unused(rewriter, u.defining_op(match.zero))
+        return _MATCHED
+
+    def forward_alone_patterns(self) -> mlir_rewrite.FrozenRewritePatternSet | None:
+        """The second walk's: forward max pools left without a gradient (rewriting/inference.py)."""
+        if self.options.neutral or self.binding is None:
+            return None
+        if not self.binding.implements(FORWARD_OUTPUT, partitioned=self.options.partitioned):
+            return None
+        patterns = mlir_rewrite.RewritePatternSet()
+        patterns.add(stablehlo.ReduceWindowOp, self.rewrite_forward_alone)
+        return patterns.freeze()
+
+    def rewrite_forward_alone(self, op: ir.OpView, rewriter) -> bool:
+        if hash(op.operation) in self.read_by_gradients or not is_max_pool(op):
+            return _NO_MATCH
+        location = u.format_location(op.location, self.options.filename)
+        try:
+            pool = match_forward_pool(op)
+            reason = binding_refusal(self.binding, self.options.target, signature_of(pool), self.options.mesh)
+            if reason is None:  # under auto, the binding's own rule of where it pays
+                reason = self.chooser.auto_reason(signature_of(pool), pool.geometry.input_shape)
+            if reason is not None:
+                raise NoMatch(reason)
+        except NoMatch as reason:
+            self.report.add(Miss(location, str(reason), FORWARD_ALONE))
+            return _NO_MATCH
+        replace_with_forward_output(pool, self.emit)
+        self.report.forward_alone += 1
+        self.report.add(Rewrite(location, remarks.describe_forward_alone(pool) + self._serving(), FORWARD_ALONE))
+        self.forwards_alone.append(op.operation)  # erased after the walk, with what only it used
+        return _MATCHED
+
+    def build(self, match, forward: ir.OpView | None, plan: Plan) -> ir.Value:
+        """Emit the replacement `plan` names; return the gradient w.r.t. the unpadded input."""
+        if plan.kind == FORWARD_REPLACED:
+            saved = self.saved_forwards.get(forward.operation)
+            if saved is None:
+                saved = self.saved_forwards[forward.operation] = replace_forward(match, forward, self.emit)
+                self.report.forward_replaced += 1
+            assert saved.geometry == match.geometry, (saved.geometry, match.geometry)
+            self.report.from_indices += 1
+            return build_from_indices(match, saved, self.emit)
+        if plan.kind in (FUSED, BARE_INDICES):
+            self.report.from_input += 1
+            return build_from_input(match, self.emit, fused=plan.kind == FUSED)
+        if forward is None:
+            self.report.forward_inserted += 1
+        else:
+            self.report.forward_reused += 1
+        grad_input, read = build_recompute(match, None if forward is None else forward.results[0], self.emit)
+        self.read_by_gradients.add(hash(u.defining_op(read).operation))  # a gradient's forward: not "alone"
+        return grad_input
+
+    def erase_replaced_forwards(self) -> None:
+        """The forwards the forward call replaced, now without uses, and what only they used."""
+        cleanup.erase_unused_chains(self.saved_forwards)
+
+    def bind_neutral_call(self, op: ir.OpView, rewriter) -> bool:
+        call = read_neutral_call(op)
+        if call is None:
+            return _NO_MATCH
+        location = u.format_location(op.location, self.options.filename)
+        target = self.options.target
+        if self.binding is None:
+            reason = f"no pool3d binding for platform '{target}'"
+        else:
+            reason = binding_refusal(self.binding, target, _signature_of(op, call), self.options.mesh)
+        if reason is not None:
+            self.report.add(Miss(location, f"neutral call left unbound: {reason}"))
+            return _NO_MATCH
+        with ir.InsertionPoint(op.operation), op.location:
+            results = self.emit(
+                call.call,
+                list(op.operands),
+                [r.type for r in op.results],
+                kernel_size=call.kernel_size,
+                stride=call.stride,
+                padding=call.padding,
+                data_format=call.data_format,
+                output_format=call.output_format,
+            )
+        rewriter.replace_op(op, results)
+        self.report.bound += 1
+        self.report.add(Rewrite(location, f"neutral call bound to the {target} binding" + self._serving()))
+        return _MATCHED
+
+    def fold_slice_of_created_pad(self, op: ir.OpView, rewriter) -> bool:
+        if not self.pending_folds:  # most slices: no pad of ours is waiting
+            return _NO_MATCH
+        producer = u.defining_op(u.through_open_constraints(op.operands[0]))
+        if producer is None:
+            return _NO_MATCH
+        for index, (padded, original_pad) in enumerate(self.pending_folds):
+            if padded.operation == producer.operation:
+                del self.pending_folds[index]
+                between = u.defining_op(op.operands[0])  # padded, or open constraints of it
+                rewriter.replace_op(op, [padded.operands[0]])
+                cleanup.erase_if_unused(rewriter, between)
+                cleanup.erase_if_unused(rewriter, original_pad)
+                return _MATCHED
+        return _NO_MATCH
+
+
+def _signature_of(op: ir.OpView, call: NeutralCall) -> CallSignature:
+    """The CallSignature of a neutral call; its float operand and result types stand for
+    (grad_output, input, output), so that mixed element types are refused."""
+    floats = [str(ir.ShapedType(v.type).element_type) for v in (*op.operands, *op.results)]
+    floats = [t for t in floats if t != INDEX_TYPE]
+    return CallSignature(
+        *(floats * 3)[:3], call.kernel_size, call.stride, call.padding, call.data_format, call.output_format, call.call
+    )

@@ -1,0 +1,40 @@
+"""The text of a rewrite's remark: the configuration, what replaced it, and which kernels serve."""
+
+from __future__ import annotations
+
+from pool3d_pass.bindings.base import Binding
+from pool3d_pass.options import RECOMPUTE, PassOptions
+from pool3d_pass.rewriting.strategy import BARE_INDICES, FORWARD_REPLACED, FUSED, Plan
+
+
+def serving(options: PassOptions, binding: Binding | None) -> str:
+    """", <platform> binding: <which kernels>" for a binding that says (Binding.describe), else ""."""
+    if options.neutral or binding is None or binding.describe is None:
+        return ""
+    return f", {binding.platform} binding: {binding.describe()}"
+
+
+def describe(match, plan: Plan, forward) -> str:
+    g = match.geometry
+    parts = [
+        f"{g.data_format} kernel_size={list(g.kernel_size)} stride={list(g.stride)} padding={list(g.padding)}",
+        f"{match.element_type}",
+        {
+            FORWARD_REPLACED: "indices strategy: forward max-pool replaced by the forward call, gradient from its indices",
+            FUSED: "indices strategy: no forward max-pool before it in its block, one fused call from the input",
+            BARE_INDICES: "indices strategy: no forward max-pool before it in its block, forward call inserted, "
+            "gradient from its indices",
+            RECOMPUTE: "forward max-pool reused" if forward is not None else "forward max-pool inserted",
+        }[plan.kind],
+    ]
+    if plan.note:
+        parts.append(f"recompute strategy: {plan.note}")
+    if g.has_remainder:
+        parts.append(f"asymmetric padding remainder low={list(g.remainder_low)} high={list(g.remainder_high)} kept as -inf pad")
+    return ", ".join(parts)
+
+
+def describe_forward_alone(pool) -> str:
+    g = pool.geometry
+    return (f"{g.data_format} kernel_size={list(g.kernel_size)} stride={list(g.stride)} "
+            f"padding={list(g.padding)}, {pool.element_type}, forward-output call")
