@@ -1,4 +1,8 @@
-"""The contract's calls as `jax.ffi.ffi_call`s of its own target names, generated from `contract.CALLS`.
+"""Every binding's public functions, generated from `contract.CALLS`; the FFI bindings' calls entirely.
+
+`contract_function(kind, implement)` makes the public function of one call
+(its signature, attribute defaults, name and docstring) around a binding's
+one implementation function, so no binding writes a wrapper per call.
 
 A binding whose kernels are typed XLA FFI handlers registered under the
 contract's target names (the CPU kernels; the CUDA kernels) needs no code per
@@ -62,7 +66,16 @@ def pooled_shape(input_shape, attrs) -> tuple[int, ...]:
     return (b,) + out + (c,) if attrs["output_format"] == "NDHWC" else (b, c) + out
 
 
-def _make(kind: str, register: Callable[[], None]) -> Callable:
+def contract_function(kind: str, implement: Callable, doc: str | None = None) -> Callable:
+    """The public function of the contract's `kind` call, `max_pooling_3d_<kind>(*operands, **attributes)`.
+
+    Its signature is the call's (operands as `contract.CALLS` names them, then
+    `input_shape=` where the call takes it, the four attributes, and
+    `output_format=` defaulting to `data_format`). Every binding's public
+    functions are made here; what a binding writes is `implement(kind,
+    operands, attributes)`: the operands in the contract's order and the
+    attributes by name, `output_format` filled in.
+    """
     call = CALLS[kind]
     keywords = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default)
                 for name, default in (("input_shape", None), ("kernel_size", inspect.Parameter.empty),
@@ -73,18 +86,37 @@ def _make(kind: str, register: Callable[[], None]) -> Callable:
         [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for name in call.operands] + keywords)
 
     def function(*args, **kwargs):
-        import jax
-
         bound = signature.bind(*args, **kwargs)
         bound.apply_defaults()
-        values = bound.arguments
+        values = dict(bound.arguments)
+        operands = tuple(values.pop(name) for name in call.operands)
+        if values["output_format"] is None:
+            values["output_format"] = values["data_format"]
+        return implement(kind, operands, values)
+
+    function.__name__ = function.__qualname__ = f"max_pooling_3d_{kind}"
+    function.__signature__ = signature
+    function.__doc__ = doc or (f"The contract's `{kind}` call ({call.target}): ({', '.join(call.operands)}) -> "
+                               f"({', '.join(call.results)}); its meaning is docs/contract.md's.")
+    return function
+
+
+def contract_functions(implement: Callable, docs: dict[str, str] | None = None) -> dict[str, Callable]:
+    """{"max_pooling_3d_<kind>": contract_function(kind, implement)} for every call of the contract."""
+    return {f"max_pooling_3d_{kind}": contract_function(kind, implement, (docs or {}).get(kind)) for kind in CALLS}
+
+
+def _ffi_implementation(register: Callable[[], None]) -> Callable:
+    def implement(kind: str, operands: tuple, values: dict):
+        import jax
+
+        call = CALLS[kind]
         register()
         attrs = attributes(values["kernel_size"], values["stride"], values["padding"], values["data_format"],
                            values["output_format"])
-        operands = [values[name] for name in call.operands]
         float_dtype = operands[0].dtype
-        if "input" in values:
-            input_shape = tuple(values["input"].shape)
+        if "input" in call.operands:
+            input_shape = tuple(operands[call.operands.index("input")].shape)
         else:
             input_shape = tuple(int(n) for n in values["input_shape"])
         results = []
@@ -94,14 +126,10 @@ def _make(kind: str, register: Callable[[], None]) -> Callable:
         out = jax.ffi.ffi_call(TARGETS[kind], tuple(results) if len(results) > 1 else results[0])(*operands, **attrs)
         return tuple(out) if len(results) > 1 else out
 
-    function.__name__ = function.__qualname__ = f"max_pooling_3d_{kind}"
-    function.__signature__ = signature
-    function.__doc__ = (f"The contract's `{kind}` call ({call.target}): ({', '.join(call.operands)}) -> "
-                        f"({', '.join(call.results)}); its meaning is docs/contract.md's.")
-    return function
+    return implement
 
 
 def make_calls(register: Callable[[], None]) -> dict[str, Callable]:
     """{"max_pooling_3d_<kind>": function} for every call of the contract; `register()` runs before each
     call is traced (idempotent: makes the handlers known to XLA)."""
-    return {f"max_pooling_3d_{kind}": _make(kind, register) for kind in CALLS}
+    return contract_functions(_ffi_implementation(register))

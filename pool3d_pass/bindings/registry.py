@@ -20,7 +20,7 @@ from pool3d_pass.bindings.base import Binding, CallSignature, contract_precondit
 from pool3d_pass.bindings.cpu import binding as cpu_binding
 from pool3d_pass.bindings.gpu import binding as gpu_binding
 from pool3d_pass.bindings.neuron import binding as neuron_binding
-from pool3d_pass.contract import CALLS
+from pool3d_pass.bindings.reference import binding as reference_binding
 
 __all__ = ["Binding", "CallSignature", "binding_for", "contract_preconditions", "platforms", "register_binding",
            "register_kernels"]
@@ -63,8 +63,5 @@ def platforms() -> list[str]:
 # One line per platform: each package's binding.py states its calls, preconditions and speed rule.
 register_binding(cpu_binding.make_binding())
 register_binding(neuron_binding.make_binding())
-# A pure-JAX implementation of the contract: runs anywhere JAX does, used to
-# test the binding mechanism and as an executable statement of the semantics.
-register_binding(Binding("reference", {call: f"pool3d_pass.bindings.reference:max_pooling_3d_{call}" for call in CALLS},
-                         "cpu", contract_preconditions))
+register_binding(reference_binding.make_binding())
 register_binding(gpu_binding.make_binding())

@@ -33,7 +33,7 @@ lowerings by the first two):
 
 Fallback: where a Pallas Triton kernel cannot be used (a JAX without
 `jax.experimental.pallas.triton`, a launch grid beyond CUDA's limits) the call
-is the pure-JAX reference (`bindings/reference.py`), lowered for cuda the same
+is the pure-JAX reference (`bindings/reference/`), lowered for cuda the same
 way (loop fusions, no scatter), and a WARNING on the `pool3d_pass` logger says
 so once per call and reason.
 """
@@ -45,12 +45,12 @@ import functools
 import logging
 import math
 import os
-from collections.abc import Sequence
 
 import jax
 
 from pool3d_pass import environment
-from pool3d_pass.contract import LAYOUTS, pooled_extent
+from pool3d_pass.bindings.ffi_calls import contract_functions
+from pool3d_pass.contract import CALLS, LAYOUTS, pooled_extent
 
 logger = logging.getLogger("pool3d_pass")
 
@@ -196,13 +196,6 @@ def _plan(call: str, input_shape, attributes):
     return kernels, g
 
 
-def _attributes(kernel_size, stride, padding, data_format, output_format):
-    return dict(
-        kernel_size=kernel_size, stride=stride, padding=padding,
-        data_format=data_format, output_format=output_format or data_format,
-    )
-
-
 def _reference(call: str, reason: str):
     from pool3d_pass.bindings import reference
 
@@ -241,23 +234,8 @@ def _input_shape(g) -> tuple[int, ...]:
     return (g.batch, g.channels, *g.in_spatial)
 
 
-def max_pooling_3d_forward(
-    input,  # noqa: A002 - the contract's operand name
-    *,
-    kernel_size: Sequence[int],
-    stride: Sequence[int],
-    padding: Sequence[int],
-    data_format: str = "NCDHW",
-    output_format: str | None = None,
-):
-    """3-D max pool with indices: `(output, indices)`, indices int16 (docs/contract.md)."""
-    attributes = _attributes(kernel_size, stride, padding, data_format, output_format)
-    cuda = _cuda_calls()
-    if cuda is not None:
-        return cuda.max_pooling_3d_forward(input, **attributes)
-    kernels, g = _plan("forward", input.shape, attributes)
-    if kernels is None:
-        return _reference("forward", g)(input, **attributes)
+def _forward(operands, g, kernels):
+    (input,) = operands  # noqa: A001 - the contract's operand name
     shape = _output_shape(g)
     if g.out_size == 0:
         return _empty(shape, input.dtype), _empty(shape, jax.numpy.int16)
@@ -265,23 +243,8 @@ def max_pooling_3d_forward(
     return y.reshape(shape), index.reshape(shape)
 
 
-def max_pooling_3d_forward_output(
-    input,  # noqa: A002 - the contract's operand name
-    *,
-    kernel_size: Sequence[int],
-    stride: Sequence[int],
-    padding: Sequence[int],
-    data_format: str = "NCDHW",
-    output_format: str | None = None,
-):
-    """3-D max pool, maxima only (inference): the forward without the index stores."""
-    attributes = _attributes(kernel_size, stride, padding, data_format, output_format)
-    cuda = _cuda_calls()
-    if cuda is not None:
-        return cuda.max_pooling_3d_forward_output(input, **attributes)
-    kernels, g = _plan("forward_output", input.shape, attributes)
-    if kernels is None:
-        return _reference("forward", g)(input, **attributes)[0]
+def _forward_output(operands, g, kernels):
+    (input,) = operands  # noqa: A001
     shape = _output_shape(g)
     if g.out_size == 0:
         return _empty(shape, input.dtype)
@@ -289,75 +252,57 @@ def max_pooling_3d_forward_output(
     return y.reshape(shape)
 
 
-def max_pooling_3d_backward_from_indices(
-    grad_output,
-    indices,
-    *,
-    input_shape: Sequence[int],
-    kernel_size: Sequence[int],
-    stride: Sequence[int],
-    padding: Sequence[int],
-    data_format: str = "NCDHW",
-    output_format: str | None = None,
-):
-    """Gradient w.r.t. the input from the forward's int16 indices, gathered per input element."""
-    attributes = _attributes(kernel_size, stride, padding, data_format, output_format)
-    cuda = _cuda_calls()
-    if cuda is not None:
-        return cuda.max_pooling_3d_backward_from_indices(grad_output, indices, input_shape=input_shape, **attributes)
-    kernels, g = _plan("backward_from_indices", input_shape, attributes)
-    if kernels is None:
-        return _reference("backward_from_indices", g)(grad_output, indices, input_shape=input_shape, **attributes)
+def _backward_from_indices(operands, g, kernels):
+    grad_output, indices = operands
     shape = _input_shape(g)
     if g.in_size == 0:
         return _empty(shape, grad_output.dtype)
     return _gather_call(grad_output, indices, g, kernels, grad_output.dtype).reshape(shape)
 
 
-def max_pooling_3d_backward(
-    grad_output,
-    input,  # noqa: A002 - the contract's operand name
-    output,
-    *,
-    kernel_size: Sequence[int],
-    stride: Sequence[int],
-    padding: Sequence[int],
-    data_format: str = "NCDHW",
-    output_format: str | None = None,
-):
-    """Gradient w.r.t. the input, the selection recomputed from (input, output)."""
-    attributes = _attributes(kernel_size, stride, padding, data_format, output_format)
-    cuda = _cuda_calls()
-    if cuda is not None:
-        return cuda.max_pooling_3d_backward(grad_output, input, output, **attributes)
-    kernels, g = _plan("backward", input.shape, attributes)
-    if kernels is None:
-        return _reference("backward", g)(grad_output, input, output, **attributes)
+def _backward(operands, g, kernels):
+    grad_output, input, output = operands  # noqa: A001
     if g.in_size == 0:
         return _empty(input.shape, input.dtype)
     (index,) = _window_call(input, g, kernels, y=output, store_y=False, store_index=True, name="select")
     return _gather_call(grad_output, index, g, kernels, input.dtype).reshape(input.shape)
 
 
-def max_pooling_3d_backward_from_input(
-    grad_output,
-    input,  # noqa: A002 - the contract's operand name
-    *,
-    kernel_size: Sequence[int],
-    stride: Sequence[int],
-    padding: Sequence[int],
-    data_format: str = "NCDHW",
-    output_format: str | None = None,
-):
-    """Gradient w.r.t. the input from the input alone: the window kernel's indices, then the gather."""
-    attributes = _attributes(kernel_size, stride, padding, data_format, output_format)
-    cuda = _cuda_calls()
-    if cuda is not None:
-        return cuda.max_pooling_3d_backward_from_input(grad_output, input, **attributes)
-    kernels, g = _plan("backward_from_input", input.shape, attributes)
-    if kernels is None:
-        return _reference("backward_from_input", g)(grad_output, input, **attributes)
+def _backward_from_input(operands, g, kernels):
+    grad_output, input = operands  # noqa: A001
     if g.in_size == 0:
         return _empty(input.shape, input.dtype)
     (index,) = _window_call(input, g, kernels, store_y=False, store_index=True, name="indices")
     return _gather_call(grad_output, index, g, kernels, input.dtype).reshape(input.shape)
+
+
+_PALLAS = {"forward": _forward, "forward_output": _forward_output, "backward_from_indices": _backward_from_indices,
+           "backward": _backward, "backward_from_input": _backward_from_input}
+_DOCS = {
+    "forward": "3-D max pool with indices: `(output, indices)`, indices int16 (docs/contract.md).",
+    "forward_output": "3-D max pool, maxima only (inference): the forward without the index stores.",
+    "backward_from_indices": "Gradient w.r.t. the input from the forward's int16 indices, gathered per input element.",
+    "backward": "Gradient w.r.t. the input, the selection recomputed from (input, output).",
+    "backward_from_input": "Gradient w.r.t. the input from the input alone: the window kernel's indices, then the gather.",
+}
+
+
+def _implement(kind: str, operands: tuple, attributes: dict):
+    """One call: the CUDA kernels where they serve, else the Pallas kernels, else the reference."""
+    cuda = _cuda_calls()
+    if cuda is not None:
+        return getattr(cuda, f"max_pooling_3d_{kind}")(*operands, **attributes)
+    call = CALLS[kind]
+    input_shape = operands[call.operands.index("input")].shape if "input" in call.operands else attributes["input_shape"]
+    kernels, g = _plan(kind, input_shape, {k: v for k, v in attributes.items() if k != "input_shape"})
+    if kernels is None:
+        return _reference(kind, g)(*operands, **attributes)
+    return _PALLAS[kind](operands, g, kernels)
+
+
+_CALLS = contract_functions(_implement, _DOCS)
+max_pooling_3d_forward = _CALLS["max_pooling_3d_forward"]
+max_pooling_3d_forward_output = _CALLS["max_pooling_3d_forward_output"]
+max_pooling_3d_backward_from_indices = _CALLS["max_pooling_3d_backward_from_indices"]
+max_pooling_3d_backward = _CALLS["max_pooling_3d_backward"]
+max_pooling_3d_backward_from_input = _CALLS["max_pooling_3d_backward_from_input"]

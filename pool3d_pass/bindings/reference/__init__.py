@@ -17,6 +17,7 @@ import itertools
 import jax.numpy as jnp
 from jax import lax
 
+from pool3d_pass.bindings.ffi_calls import contract_functions
 from pool3d_pass.contract import NO_SELECTION
 
 
@@ -87,7 +88,7 @@ def _scatter(g, indices, input_spatial, kernel_size, stride, padding):
     )
 
 
-def max_pooling_3d_forward(
+def _forward(
     input, *, kernel_size, stride, padding, data_format="NCDHW", output_format=None  # noqa: A002
 ):
     output_format = output_format or data_format
@@ -97,7 +98,7 @@ def max_pooling_3d_forward(
     return _from_ncdhw(y, output_format), _from_ncdhw(indices, output_format)
 
 
-def max_pooling_3d_forward_output(
+def _forward_output(
     input, *, kernel_size, stride, padding, data_format="NCDHW", output_format=None  # noqa: A002
 ):
     """The forward of an inference program: XLA's reduce_window max, y only."""
@@ -105,7 +106,7 @@ def max_pooling_3d_forward_output(
     return _from_ncdhw(y, output_format or data_format)
 
 
-def max_pooling_3d_backward_from_indices(
+def _backward_from_indices(
     grad_output, indices, *, input_shape, kernel_size, stride, padding, data_format="NCDHW", output_format=None
 ):
     output_format = output_format or data_format
@@ -117,7 +118,7 @@ def max_pooling_3d_backward_from_indices(
     return _from_ncdhw(grad.astype(grad_output.dtype), data_format)
 
 
-def max_pooling_3d_backward(
+def _backward(
     grad_output, input, output, *, kernel_size, stride, padding, data_format="NCDHW", output_format=None  # noqa: A002
 ):
     output_format = output_format or data_format
@@ -127,12 +128,23 @@ def max_pooling_3d_backward(
     return _from_ncdhw(grad.astype(x.dtype), data_format)
 
 
-def max_pooling_3d_backward_from_input(
+def _backward_from_input(
     grad_output, input, *, kernel_size, stride, padding, data_format="NCDHW", output_format=None  # noqa: A002
 ):
     x = _to_ncdhw(input, data_format)
     y = _forward_max(x, kernel_size, stride, padding)
-    return max_pooling_3d_backward(
+    return _backward(
         grad_output, input, _from_ncdhw(y, output_format or data_format), kernel_size=kernel_size,
         stride=stride, padding=padding, data_format=data_format, output_format=output_format,
     )
+
+
+_IMPLEMENTATIONS = {"forward": _forward, "forward_output": _forward_output,
+                    "backward_from_indices": _backward_from_indices, "backward": _backward,
+                    "backward_from_input": _backward_from_input}
+_CALLS = contract_functions(lambda kind, operands, attributes: _IMPLEMENTATIONS[kind](*operands, **attributes))
+max_pooling_3d_forward = _CALLS["max_pooling_3d_forward"]
+max_pooling_3d_forward_output = _CALLS["max_pooling_3d_forward_output"]
+max_pooling_3d_backward_from_indices = _CALLS["max_pooling_3d_backward_from_indices"]
+max_pooling_3d_backward = _CALLS["max_pooling_3d_backward"]
+max_pooling_3d_backward_from_input = _CALLS["max_pooling_3d_backward_from_input"]
