@@ -10,9 +10,9 @@ from __future__ import annotations
 from pool3d_pass.bindings.base import Binding, contract_preconditions
 from pool3d_pass.contract import CALLS
 
-PACKAGE = "pool3d_pass.bindings.reference"
+MODULE = "pool3d_pass.bindings.reference.calls"
 
 
 def make_binding() -> Binding:
-    return Binding("reference", {call: f"{PACKAGE}:max_pooling_3d_{call}" for call in CALLS}, "cpu",
+    return Binding("reference", {call: f"{MODULE}:max_pooling_3d_{call}" for call in CALLS}, "cpu",
                    contract_preconditions)

@@ -1,0 +1,150 @@
+"""A pure-JAX implementation of every call of the contract (docs/contract.md), for any backend.
+
+Not fast: it walks the window taps in row-major (d, h, w) order and, at each
+tap, selects the tap for every window whose maximum it equals and that no
+earlier tap took; padding is masked out, so it is never selected. The
+selection is kept as the contract's indices (the tap's offset in its window,
+-1 for none), and every gradient is scattered from indices, accumulating in
+f32. The forward maximum is XLA's own `reduce_window` max. It uses no
+select_and_scatter, so the pass never matches its own output. Its job is to
+test the binding mechanism and to state the semantics executably.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import jax.numpy as jnp
+from jax import lax
+
+from pool3d_pass.bindings.ffi_calls import contract_functions
+from pool3d_pass.contract import NO_SELECTION
+
+
+def _to_ncdhw(value, layout: str):
+    return jnp.moveaxis(value, -1, 1) if layout == "NDHWC" else value
+
+
+def _from_ncdhw(value, layout: str):
+    return jnp.moveaxis(value, 1, -1) if layout == "NDHWC" else value
+
+
+def _pad_config(padding):
+    return [(0, 0, 0), (0, 0, 0)] + [(p, p, 0) for p in padding]
+
+
+def _tap_slice(padded, taps, out_spatial, stride):
+    """The element at tap `taps` of every window: shape (B, C, *out_spatial)."""
+    n, c = padded.shape[:2]
+    start = (0, 0, *taps)
+    limit = (n, c, *(t + (o - 1) * s + 1 for t, o, s in zip(taps, out_spatial, stride)))
+    return lax.slice(padded, start, limit, (1, 1, *stride))
+
+
+def _taps(kernel_size):
+    return enumerate(itertools.product(*(range(k) for k in kernel_size)))
+
+
+def _forward_max(x, kernel_size, stride, padding):
+    """XLA's reduce_window max over NCDHW `x` (init -inf)."""
+    return lax.reduce_window(
+        x, jnp.array(-jnp.inf, x.dtype), lax.max, (1, 1, *kernel_size), (1, 1, *stride),
+        [(0, 0), (0, 0)] + [(p, p) for p in padding],
+    )
+
+
+def _select(x, y, kernel_size, stride, padding):
+    """Indices (int16, y's shape): the first real tap of each window equal to y, else -1."""
+    out_spatial = y.shape[2:]
+    padded_x = lax.pad(x, jnp.array(-jnp.inf, x.dtype), _pad_config(padding))
+    is_real = lax.pad(jnp.ones(x.shape, jnp.bool_), jnp.array(False), _pad_config(padding))
+    indices = jnp.full(y.shape, NO_SELECTION, jnp.int16)
+    for offset, taps in _taps(kernel_size):
+        chosen = (
+            (_tap_slice(padded_x, taps, out_spatial, stride) == y)
+            & _tap_slice(is_real, taps, out_spatial, stride)
+            & (indices == NO_SELECTION)
+        )
+        indices = jnp.where(chosen, jnp.int16(offset), indices)
+    return indices
+
+
+def _scatter(g, indices, input_spatial, kernel_size, stride, padding):
+    """Gradient (f32, NCDHW input shape): each window's g added at its selected tap."""
+    g = g.astype(jnp.float32)
+    n, c = g.shape[:2]
+    out_spatial = g.shape[2:]
+    padded_spatial = tuple(size + 2 * p for size, p in zip(input_spatial, padding))
+    grad_padded = jnp.zeros((n, c, *padded_spatial), jnp.float32)
+    for offset, taps in _taps(kernel_size):
+        contribution = jnp.where(indices == offset, g, 0.0)
+        scatter = [(0, 0, 0), (0, 0, 0)] + [
+            (t, size - t - ((o - 1) * s + 1), s - 1)
+            for t, size, o, s in zip(taps, padded_spatial, out_spatial, stride)
+        ]
+        grad_padded = grad_padded + lax.pad(contribution, jnp.float32(0), scatter)
+    return lax.slice(
+        grad_padded, (0, 0, *padding), (n, c, *(p + size for p, size in zip(padding, input_spatial)))
+    )
+
+
+def _forward(
+    input, *, kernel_size, stride, padding, data_format="NCDHW", output_format=None  # noqa: A002
+):
+    output_format = output_format or data_format
+    x = _to_ncdhw(input, data_format)
+    y = _forward_max(x, kernel_size, stride, padding)
+    indices = _select(x, y, kernel_size, stride, padding)
+    return _from_ncdhw(y, output_format), _from_ncdhw(indices, output_format)
+
+
+def _forward_output(
+    input, *, kernel_size, stride, padding, data_format="NCDHW", output_format=None  # noqa: A002
+):
+    """The forward of an inference program: XLA's reduce_window max, y only."""
+    y = _forward_max(_to_ncdhw(input, data_format), kernel_size, stride, padding)
+    return _from_ncdhw(y, output_format or data_format)
+
+
+def _backward_from_indices(
+    grad_output, indices, *, input_shape, kernel_size, stride, padding, data_format="NCDHW", output_format=None
+):
+    output_format = output_format or data_format
+    input_spatial = tuple(input_shape[1:4] if data_format == "NDHWC" else input_shape[2:5])
+    grad = _scatter(
+        _to_ncdhw(grad_output, output_format), _to_ncdhw(indices, output_format),
+        input_spatial, kernel_size, stride, padding,
+    )
+    return _from_ncdhw(grad.astype(grad_output.dtype), data_format)
+
+
+def _backward(
+    grad_output, input, output, *, kernel_size, stride, padding, data_format="NCDHW", output_format=None  # noqa: A002
+):
+    output_format = output_format or data_format
+    x = _to_ncdhw(input, data_format)
+    indices = _select(x, _to_ncdhw(output, output_format), kernel_size, stride, padding)
+    grad = _scatter(_to_ncdhw(grad_output, output_format), indices, x.shape[2:], kernel_size, stride, padding)
+    return _from_ncdhw(grad.astype(x.dtype), data_format)
+
+
+def _backward_from_input(
+    grad_output, input, *, kernel_size, stride, padding, data_format="NCDHW", output_format=None  # noqa: A002
+):
+    x = _to_ncdhw(input, data_format)
+    y = _forward_max(x, kernel_size, stride, padding)
+    return _backward(
+        grad_output, input, _from_ncdhw(y, output_format or data_format), kernel_size=kernel_size,
+        stride=stride, padding=padding, data_format=data_format, output_format=output_format,
+    )
+
+
+_IMPLEMENTATIONS = {"forward": _forward, "forward_output": _forward_output,
+                    "backward_from_indices": _backward_from_indices, "backward": _backward,
+                    "backward_from_input": _backward_from_input}
+_CALLS = contract_functions(lambda kind, operands, attributes: _IMPLEMENTATIONS[kind](*operands, **attributes))
+max_pooling_3d_forward = _CALLS["max_pooling_3d_forward"]
+max_pooling_3d_forward_output = _CALLS["max_pooling_3d_forward_output"]
+max_pooling_3d_backward_from_indices = _CALLS["max_pooling_3d_backward_from_indices"]
+max_pooling_3d_backward = _CALLS["max_pooling_3d_backward"]
+max_pooling_3d_backward_from_input = _CALLS["max_pooling_3d_backward_from_input"]
