@@ -11,33 +11,27 @@ them. This module imports nothing of any platform.
 from __future__ import annotations
 
 import importlib
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from pool3d_pass.contract import BACKWARD, CALLS, LAYOUTS, MAX_WINDOW_ELEMENTS
+from pool3d_pass.contract import BACKWARD, CALLS
+from pool3d_pass.contract.pool_config import HoldsPool, PoolConfig
 
 
 @dataclass(frozen=True)
-class CallSignature:
+class CallSignature(HoldsPool):
     """What a binding may inspect about one call before agreeing to run it."""
 
     grad_output_type: str  # element type names, e.g. "f32"
     input_type: str
     output_type: str
-    kernel_size: tuple[int, int, int]
-    stride: tuple[int, int, int]
-    padding: tuple[int, int, int]
-    data_format: str
-    output_format: str
+    pool: PoolConfig
     call: str = BACKWARD  # which of the contract's calls (a key of contract.CALLS)
 
     @classmethod
-    def of_pool(cls, call: str, element_type: str, pool) -> "CallSignature":
-        """The signature of `call` on a matched pool: one element type, `pool`'s kernel_size, stride,
-        padding and data_format (a KernelGeometry, or anything with those fields), output in that layout."""
-        return cls(element_type, element_type, element_type, tuple(pool.kernel_size), tuple(pool.stride),
-                   tuple(pool.padding), pool.data_format, pool.data_format, call)
+    def of_pool(cls, call: str, element_type: str, pool: PoolConfig) -> "CallSignature":
+        """The signature of `call` on a matched pool: one element type throughout."""
+        return cls(element_type, element_type, element_type, pool, call)
 
 
 @dataclass(frozen=True, eq=False)  # hashed by identity: a cache key of the splicer
@@ -77,10 +71,4 @@ def contract_preconditions(signature: CallSignature) -> str | None:
         return f"unknown call {signature.call!r}"
     if len({signature.grad_output_type, signature.input_type, signature.output_type}) != 1:
         return "grad_output, input and output differ in element type"
-    if math.prod(signature.kernel_size) > MAX_WINDOW_ELEMENTS:
-        return f"prod(kernel_size) = {math.prod(signature.kernel_size)} > {MAX_WINDOW_ELEMENTS}"
-    if any(p >= k for p, k in zip(signature.padding, signature.kernel_size)):
-        return f"padding {list(signature.padding)} is not smaller than kernel_size {list(signature.kernel_size)}"
-    if signature.data_format not in LAYOUTS or signature.output_format not in LAYOUTS:
-        return f"layouts {signature.data_format}/{signature.output_format} are not {' or '.join(LAYOUTS)}"
-    return None
+    return signature.pool.invalid()

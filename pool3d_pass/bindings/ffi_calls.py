@@ -25,7 +25,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from pool3d_pass.contract import CALLS, INDEX_TYPE, INPUT, LAYOUTS, TARGETS, TENSOR_SHAPES, pooled_extent
+from pool3d_pass.contract import CALLS, INDEX_TYPE, INPUT, LAYOUTS, TARGETS, TENSOR_SHAPES
+from pool3d_pass.contract.pool_config import PoolConfig
 
 # The element type of the forward's indices (contract.INDEX_TYPE, "i16").
 INDEX_DTYPE = np.dtype({"i16": np.int16}[INDEX_TYPE])
@@ -50,20 +51,14 @@ def attributes(kernel_size, stride, padding, data_format, output_format) -> dict
 
 
 def pooled_shape(input_shape, attrs) -> tuple[int, ...]:
-    """The forward-output shape (in output_format) of a data_format input shape."""
-    if len(input_shape) != 5:
-        raise ValueError(f"the input must have rank 5, got shape {tuple(input_shape)}")
-    cl_in = attrs["data_format"] == "NDHWC"
-    b, c = input_shape[0], input_shape[4 if cl_in else 1]
-    spatial = input_shape[1:4] if cl_in else input_shape[2:5]
-    k, s, p = attrs["kernel_size"], attrs["stride"], attrs["padding"]
-    if len(k) != 3 or len(s) != 3 or len(p) != 3:
-        raise ValueError("kernel_size, stride and padding must have 3 elements (D, H, W)")
-    # Invalid attributes are the kernel's to reject (with a named error); keep
-    # this shape computable for them.
-    out = tuple(max(1, pooled_extent(int(n), int(kk), max(1, int(ss)), int(q), int(q)))
-                for n, kk, ss, q in zip(spatial, k, s, p))
-    return (b,) + out + (c,) if attrs["output_format"] == "NDHWC" else (b, c) + out
+    """The forward-output shape (in output_format) of a data_format input shape; computable for
+    invalid attributes too, which the kernel then rejects with its named error."""
+    def known(layout):  # an unknown one is the kernel's to name
+        return layout if layout in LAYOUTS else LAYOUTS[0]
+
+    pool = PoolConfig(attrs["kernel_size"], attrs["stride"], attrs["padding"], known(attrs["data_format"]),
+                      known(attrs["output_format"]))
+    return pool.pooled_shape(input_shape, at_least_one=True)
 
 
 def contract_function(kind: str, implement: Callable, doc: str | None = None) -> Callable:

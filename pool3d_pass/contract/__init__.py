@@ -1,9 +1,10 @@
 """The custom-call contract between the pass and every kernel binding.
 
 `docs/contract.md` is the prose definition; this package holds its constants,
-the one table of its calls (`CALLS`), the output-size rule, the one builder of
-each call (`custom_call.py`) and of its Shardy rule (`sharding.py`), so the
-pass and the bindings cannot drift apart.
+the one table of its calls (`CALLS`), the output-size rule, a call's
+attributes (`PoolConfig`, pool_config.py), the one builder of each call
+(`custom_call.py`) and of its Shardy rule (`sharding.py`), so the pass and
+the bindings cannot drift apart.
 """
 
 from dataclasses import dataclass

@@ -16,6 +16,7 @@ import numpy as np
 from jaxlib.mlir import ir
 
 from pool3d_pass.contract import API_VERSION_TYPED_FFI, CALLS
+from pool3d_pass.contract.pool_config import PoolConfig
 
 _CALL_OF_TARGET = {spec.target: call for call, spec in CALLS.items()}
 
@@ -23,11 +24,7 @@ _CALL_OF_TARGET = {spec.target: call for call, spec in CALLS.items()}
 @dataclass(frozen=True)
 class NeutralCall:
     call: str  # a key of contract.CALLS
-    kernel_size: tuple[int, ...]
-    stride: tuple[int, ...]
-    padding: tuple[int, ...]
-    data_format: str
-    output_format: str
+    pool: PoolConfig
 
 
 def read_neutral_call(op: ir.OpView) -> NeutralCall | None:
@@ -48,11 +45,10 @@ def read_neutral_call(op: ir.OpView) -> NeutralCall | None:
     def triple(name):
         return tuple(int(v) for v in np.asarray(config[name]).reshape(-1))
 
-    return NeutralCall(
-        call=call,
-        kernel_size=triple("kernel_size"),
-        stride=triple("stride"),
-        padding=triple("padding"),
-        data_format=ir.StringAttr(config["data_format"]).value,
-        output_format=ir.StringAttr(config["output_format"]).value,
-    )
+    return NeutralCall(call, PoolConfig(
+        triple("kernel_size"),
+        triple("stride"),
+        triple("padding"),
+        ir.StringAttr(config["data_format"]).value,
+        ir.StringAttr(config["output_format"]).value,
+    ))

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from pool3d_pass import caches
 from pool3d_pass.contract import MAX_WINDOW_ELEMENTS, SPATIAL_RANK, pooled_extent
+from pool3d_pass.contract.pool_config import PoolConfig
 
 
 class GeometryMismatch(ValueError):
@@ -39,10 +40,7 @@ class Window:
 class KernelGeometry:
     """How one pool gradient is expressed as a call of the 3-D kernel."""
 
-    data_format: str
-    kernel_size: tuple[int, int, int]
-    stride: tuple[int, int, int]
-    padding: tuple[int, int, int]  # symmetric, folded into the kernel
+    pool: PoolConfig  # the call's attributes; its padding is the symmetric part, folded into the kernel
     input_shape: tuple[int, ...]  # kernel view of the (remainder-padded) input, rank 5
     output_shape: tuple[int, ...]  # kernel view of grad_output and output, rank 5
     remainder_low: tuple[int, ...]  # explicit -inf padding left outside the kernel,
@@ -164,10 +162,7 @@ def fold_to_kernel(
         out5 = (batch, channels, *spatial_out)
 
     return KernelGeometry(
-        data_format=data_format,
-        kernel_size=kernel_size,
-        stride=stride,
-        padding=padding,
+        pool=PoolConfig(kernel_size, stride, padding, data_format),
         input_shape=in5,
         output_shape=out5,
         remainder_low=remainder_low,

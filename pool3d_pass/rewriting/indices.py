@@ -39,7 +39,7 @@ def _forward_call(match: PoolGradient, emit: Emit, neg_inf: ir.Value | None) -> 
     input5 = kv.reshape(kernel_input, geometry.input_shape)
     output_type = ir.RankedTensorType.get(list(geometry.output_shape), match.element_type)
     output5, indices5 = emit(
-        FORWARD, [input5], [output_type, kv.index_type(geometry.output_shape)], **kv.call_attributes(match)
+        FORWARD, [input5], [output_type, kv.index_type(geometry.output_shape)], **geometry.pool.attributes()
     )
     return output5, indices5
 
@@ -67,7 +67,7 @@ def build_from_indices(match: PoolGradient, saved: SavedForward, emit: Emit) -> 
         # forward's own result (vjp(y)), replacing the forward has rerouted it.
         grad5 = kv.reshape(match.op.operands[1], geometry.output_shape)
         result_type = ir.RankedTensorType.get(list(geometry.input_shape), match.element_type)
-        (grad_input5,) = emit(BACKWARD_FROM_INDICES, [grad5, saved.indices], [result_type], **kv.call_attributes(match))
+        (grad_input5,) = emit(BACKWARD_FROM_INDICES, [grad5, saved.indices], [result_type], **geometry.pool.attributes())
         return kv.unfold_gradient(match, grad_input5)
 
 
@@ -81,5 +81,5 @@ def build_from_input(match: PoolGradient, emit: Emit, *, fused: bool = True) -> 
         kernel_input = kv.remainder_padded_input(match, kv.negative_infinity_for(match))
         operands = [kv.reshape(match.grad_output, geometry.output_shape), kv.reshape(kernel_input, geometry.input_shape)]
         result_type = ir.RankedTensorType.get(list(geometry.input_shape), match.element_type)
-        (grad_input5,) = emit(BACKWARD_FROM_INPUT, operands, [result_type], **kv.call_attributes(match))
+        (grad_input5,) = emit(BACKWARD_FROM_INPUT, operands, [result_type], **geometry.pool.attributes())
         return kv.unfold_gradient(match, grad_input5)

@@ -22,7 +22,7 @@ from pool3d_pass.rewriting.emit import Emit
 
 
 def signature_of(pool: ForwardPool) -> CallSignature:
-    return CallSignature.of_pool(FORWARD_OUTPUT, str(pool.element_type), pool.geometry)
+    return CallSignature.of_pool(FORWARD_OUTPUT, str(pool.element_type), pool.geometry.pool)
 
 
 def replace_with_forward_output(pool: ForwardPool, emit: Emit) -> None:
@@ -36,6 +36,6 @@ def replace_with_forward_output(pool: ForwardPool, emit: Emit) -> None:
         neg_inf = op.operands[1] if geometry.has_remainder else None  # the pool's own -inf init
         input5 = kv.reshape(kv.remainder_padded_input(pool, neg_inf), geometry.input_shape)
         output_type = ir.RankedTensorType.get(list(geometry.output_shape), pool.element_type)
-        (output5,) = emit(FORWARD_OUTPUT, [input5], [output_type], **kv.call_attributes(pool))
+        (output5,) = emit(FORWARD_OUTPUT, [input5], [output_type], **geometry.pool.attributes())
         output = kv.reshape(output5, kv.shape_of(op.results[0]))
     op.results[0].replace_all_uses_with(output)

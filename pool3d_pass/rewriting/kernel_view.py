@@ -35,11 +35,6 @@ def shape_of(value: ir.Value) -> tuple[int, ...]:
     return tuple(ir.RankedTensorType(value.type).shape)
 
 
-def call_attributes(match: MatchedPool) -> dict:
-    g = match.geometry
-    return {"kernel_size": g.kernel_size, "stride": g.stride, "padding": g.padding, "data_format": g.data_format}
-
-
 def index_type(shape: tuple[int, ...]) -> ir.RankedTensorType:
     return ir.RankedTensorType.get(list(shape), ir.IntegerType.get_signless(int(INDEX_TYPE[1:])))
 

@@ -186,16 +186,7 @@ class PassRun:
             self.report.add(Miss(location, f"neutral call left unbound: {reason}"))
             return _NO_MATCH
         with ir.InsertionPoint(op.operation), op.location:
-            results = self.emit(
-                call.call,
-                list(op.operands),
-                [r.type for r in op.results],
-                kernel_size=call.kernel_size,
-                stride=call.stride,
-                padding=call.padding,
-                data_format=call.data_format,
-                output_format=call.output_format,
-            )
+            results = self.emit(call.call, list(op.operands), [r.type for r in op.results], **call.pool.attributes())
         rewriter.replace_op(op, results)
         self.report.bound += 1
         self.report.add(Rewrite(location, f"neutral call bound to the {target} binding" + self._serving()))
@@ -223,6 +214,4 @@ def _signature_of(op: ir.OpView, call: NeutralCall) -> CallSignature:
     (grad_output, input, output), so that mixed element types are refused."""
     floats = [str(ir.ShapedType(v.type).element_type) for v in (*op.operands, *op.results)]
     floats = [t for t in floats if t != INDEX_TYPE]
-    return CallSignature(
-        *(floats * 3)[:3], call.kernel_size, call.stride, call.padding, call.data_format, call.output_format, call.call
-    )
+    return CallSignature(*(floats * 3)[:3], call.pool, call.call)

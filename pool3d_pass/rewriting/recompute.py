@@ -53,5 +53,5 @@ def build_recompute(match: PoolGradient, forward_output: ir.Value | None, emit: 
             kv.reshape(kernel_input, geometry.input_shape),
             kv.reshape(forward_output, geometry.output_shape),
         ]
-        (grad5,) = emit(BACKWARD, operands, [operands[1].type], **kv.call_attributes(match))
+        (grad5,) = emit(BACKWARD, operands, [operands[1].type], **geometry.pool.attributes())
         return kv.unfold_gradient(match, grad5), forward_output

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pool3d_pass.bindings.base import Binding
+from pool3d_pass.contract.pool_config import PoolConfig
 from pool3d_pass.options import RECOMPUTE, PassOptions
 from pool3d_pass.rewriting.strategy import BARE_INDICES, FORWARD_REPLACED, FUSED, Plan
 
@@ -14,10 +15,14 @@ def serving(options: PassOptions, binding: Binding | None) -> str:
     return f", {binding.platform} binding: {binding.describe()}"
 
 
+def _configuration(pool: PoolConfig) -> str:
+    return f"{pool.data_format} kernel_size={list(pool.kernel_size)} stride={list(pool.stride)} padding={list(pool.padding)}"
+
+
 def describe(match, plan: Plan, forward) -> str:
     g = match.geometry
     parts = [
-        f"{g.data_format} kernel_size={list(g.kernel_size)} stride={list(g.stride)} padding={list(g.padding)}",
+        _configuration(g.pool),
         f"{match.element_type}",
         {
             FORWARD_REPLACED: "indices strategy: forward max-pool replaced by the forward call, gradient from its indices",
@@ -35,6 +40,4 @@ def describe(match, plan: Plan, forward) -> str:
 
 
 def describe_forward_alone(pool) -> str:
-    g = pool.geometry
-    return (f"{g.data_format} kernel_size={list(g.kernel_size)} stride={list(g.stride)} "
-            f"padding={list(g.padding)}, {pool.element_type}, forward-output call")
+    return f"{_configuration(pool.geometry.pool)}, {pool.element_type}, forward-output call"

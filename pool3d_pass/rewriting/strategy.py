@@ -82,13 +82,13 @@ class StrategyChooser:
         """Why `call` cannot be emitted for `match` (None: it can; neutral output takes every call)."""
         if self.options.neutral:
             return None
-        signature = CallSignature.of_pool(call, str(match.element_type), match.geometry)
+        signature = CallSignature.of_pool(call, str(match.element_type), match.geometry.pool)
         return binding_refusal(self.binding, self.options.target, signature, self.options.mesh)
 
     def plan(self, match: PoolGradient, *, has_forward: bool) -> Plan:
         """The replacement of `match`, or NoMatch naming why nothing can replace it."""
         if self.auto_rule is not None:
-            gradient = CallSignature.of_pool(BACKWARD_FROM_INDICES, str(match.element_type), match.geometry)
+            gradient = CallSignature.of_pool(BACKWARD_FROM_INDICES, str(match.element_type), match.geometry.pool)
             if (reason := self.auto_reason(gradient, match.geometry.input_shape)) is not None:
                 raise NoMatch(reason)
         note = None

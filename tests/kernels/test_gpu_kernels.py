@@ -32,6 +32,7 @@ from kernel_examples import KernelExamples
 
 from pool3d_pass.bindings import reference as jax_reference
 from pool3d_pass.bindings.gpu import calls, kernels
+from pool3d_pass.contract.pool_config import PoolConfig
 
 pytestmark = pytest.mark.gpu
 
@@ -252,11 +253,11 @@ def test_kernel_variants(monkeypatch, variant):
 def test_wide_offsets_and_grid_limits_are_decided_by_size():
     assert not kernels.needs_wide_offsets(2**31 - 2 * kernels.BLOCK, 10)
     assert kernels.needs_wide_offsets(2**31, 10)
-    g = kernels.Geometry(2**20, 2**20, (2**10, 2**10, 2**10), (1, 1, 1), (1, 1, 1), (1, 1, 1), (0, 0, 0),
-                         "NCDHW", "NCDHW", wide=True)
+    g = kernels.Geometry(2**20, 2**20, (2**10, 2**10, 2**10), (1, 1, 1), PoolConfig((1, 1, 1), (1, 1, 1), (0, 0, 0)),
+                         wide=True)
     assert "exceeds CUDA's" in kernels.launch_refusal(g)
-    ok = kernels.Geometry(64, 64, (256, 256, 256), (128, 128, 128), (2, 2, 2), (2, 2, 2), (0, 0, 0),
-                          "NCDHW", "NCDHW", wide=True)
+    ok = kernels.Geometry(64, 64, (256, 256, 256), (128, 128, 128), PoolConfig((2, 2, 2), (2, 2, 2), (0, 0, 0)),
+                          wide=True)
     assert kernels.launch_refusal(ok) is None  # 2^36 elements: a grid of 2^29 blocks
 
 

@@ -17,6 +17,7 @@ import pool3d_pass
 from pool3d_pass.bindings import registry
 from pool3d_pass.bindings.neuron import NeuronPackagesMissing, missing_packages
 from pool3d_pass.bindings.registry import Binding, CallSignature, contract_preconditions
+from pool3d_pass.contract.pool_config import PoolConfig
 from pool3d_pass.contract import TARGETS
 
 SPLICED = ["jax_ncdhw_k3s2_p1_f32", "jax_ndhwc_k2s2_valid_bf16", "jax_ncdhw_k2s2_same_even_f32", "flax_linen_cnn3d_grad_params_and_input_f32"]
@@ -93,9 +94,9 @@ def test_binding_preconditions_refuse_with_a_remark(monkeypatch):
 @pytest.mark.parametrize(
     "signature, reason",
     [
-        (CallSignature("f32", "bf16", "f32", (2, 2, 2), (2, 2, 2), (0, 0, 0), "NCDHW", "NCDHW"), "differ in element type"),
-        (CallSignature("f32", "f32", "f32", (17, 17, 17), (1, 1, 1), (0, 0, 0), "NCDHW", "NCDHW"), "4913 > 4096"),
-        (CallSignature("f32", "f32", "f32", (2, 2, 2), (2, 2, 2), (0, 0, 0), "NHWC", "NHWC"), "are not NCDHW or NDHWC"),
+        (CallSignature("f32", "bf16", "f32", PoolConfig((2, 2, 2), (2, 2, 2), (0, 0, 0))), "differ in element type"),
+        (CallSignature("f32", "f32", "f32", PoolConfig((17, 17, 17), (1, 1, 1), (0, 0, 0))), "4913 > 4096"),
+        (CallSignature("f32", "f32", "f32", PoolConfig((2, 2, 2), (2, 2, 2), (0, 0, 0), "NHWC", "NHWC")), "are not NCDHW or NDHWC"),
     ],
 )
 def test_contract_preconditions(signature, reason):
@@ -104,7 +105,7 @@ def test_contract_preconditions(signature, reason):
 
 
 def test_contract_preconditions_accept_a_valid_call():
-    ok = CallSignature("bf16", "bf16", "bf16", (3, 3, 3), (2, 2, 2), (1, 1, 1), "NDHWC", "NDHWC")
+    ok = CallSignature("bf16", "bf16", "bf16", PoolConfig((3, 3, 3), (2, 2, 2), (1, 1, 1), "NDHWC", "NDHWC"))
     assert contract_preconditions(ok) is None
     assert registry.binding_for("neuron").unsupported(ok) is None
 

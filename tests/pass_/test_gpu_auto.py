@@ -16,6 +16,7 @@ import pool3d_pass
 from pool3d_pass.bindings.gpu import measured, speed
 from pool3d_pass.bindings.registry import CallSignature
 from pool3d_pass.contract import BACKWARD_FROM_INDICES, FORWARD_OUTPUT
+from pool3d_pass.contract.pool_config import PoolConfig
 
 pytestmark = pytest.mark.gpu
 
@@ -84,7 +85,7 @@ def test_the_stored_run_has_a_class_of_each_verdict():
 
 
 def _signature(call, dtype="f32", layout="NDHWC", kernel=(2, 2, 2), stride=(2, 2, 2)):
-    return CallSignature(dtype, dtype, dtype, kernel, stride, (0, 0, 0), layout, layout, call)
+    return CallSignature(dtype, dtype, dtype, PoolConfig(kernel, stride, (0, 0, 0), layout, layout), call)
 
 
 def test_classes_and_verdicts_follow_the_ratios():

@@ -24,6 +24,7 @@ from pool3d_pass.bindings import registry
 from pool3d_pass.bindings.gpu import binding as gpu_binding
 from pool3d_pass.bindings.gpu import calls, kernels
 from pool3d_pass.bindings.registry import CallSignature
+from pool3d_pass.contract.pool_config import PoolConfig
 from pool3d_pass.integration import module_rewrite
 from pool3d_pass.rewriting.strategy import preferred_strategy
 
@@ -202,14 +203,14 @@ def test_the_compile_hook_routes_platform_gpu(caplog):
 
 
 def test_refusals_are_named():
-    base = dict(grad_output_type="f32", input_type="f32", output_type="f32", kernel_size=(2, 2, 2),
-                stride=(2, 2, 2), padding=(0, 0, 0), data_format="NCDHW", output_format="NCDHW")
+    k2 = PoolConfig((2, 2, 2), (2, 2, 2), (0, 0, 0), "NCDHW")
+    base = dict(grad_output_type="f32", input_type="f32", output_type="f32", pool=k2)
     refuse = registry.binding_for("gpu").unsupported
     assert refuse(CallSignature(**base)) is None
     assert "not f64" in refuse(CallSignature(**{**base, "grad_output_type": "f64", "input_type": "f64",
                                                 "output_type": "f64"}))
     assert "differ in element type" in refuse(CallSignature(**{**base, "output_type": "bf16"}))
-    assert "> 4096" in refuse(CallSignature(**{**base, "kernel_size": (17, 17, 17)}))
+    assert "> 4096" in refuse(CallSignature(**{**base, "pool": PoolConfig((17, 17, 17), (2, 2, 2), (0, 0, 0))}))
 
 
 def test_rocm_is_refused(monkeypatch):
@@ -224,5 +225,5 @@ def test_several_devices_are_refused():
     from pool3d_pass.rewriting.strategy import binding_refusal
 
     mesh = types.SimpleNamespace(size=8)
-    signature = CallSignature("f32", "f32", "f32", (2, 2, 2), (2, 2, 2), (0, 0, 0), "NCDHW", "NCDHW", "backward")
+    signature = CallSignature("f32", "f32", "f32", PoolConfig((2, 2, 2), (2, 2, 2), (0, 0, 0), "NCDHW", "NCDHW"), "backward")
     assert "cannot be partitioned over 8 devices" in binding_refusal(registry.binding_for("gpu"), "gpu", signature, mesh)

@@ -26,6 +26,7 @@ import pool3d_pass
 from pool3d_pass.bindings import neuron, registry
 from pool3d_pass.bindings.neuron import sdk
 from pool3d_pass.bindings.registry import CallSignature
+from pool3d_pass.contract.pool_config import PoolConfig
 from pool3d_pass.cli.pool3d_opt import main
 from pool3d_pass.integration import module_rewrite
 from pool3d_pass.ir_context import make_context
@@ -293,7 +294,7 @@ def test_the_registrys_nki_library_placeholder_is_named(tmp_path):
 
 
 def signature(kernel_size, stride, dtype="f32"):
-    return CallSignature(dtype, dtype, dtype, kernel_size, stride, (0, 0, 0), "NCDHW", "NCDHW")
+    return CallSignature(dtype, dtype, dtype, PoolConfig(kernel_size, stride, (0, 0, 0), "NCDHW", "NCDHW"))
 
 
 @pytest.mark.parametrize(

@@ -32,7 +32,9 @@ from jax.sharding import NamedSharding, PartitionSpec
 
 from pool3d_pass import caches
 from pool3d_pass.bindings import cpu
-from pool3d_pass.contract import BACKWARD, BACKWARD_FROM_INDICES, BACKWARD_FROM_INPUT, CALLS, FORWARD, FORWARD_OUTPUT
+from pool3d_pass.bindings.ffi_calls import contract_functions
+from pool3d_pass.contract import CALLS
+from pool3d_pass.contract.pool_config import PoolConfig
 from pool3d_pass.contract.sharding import PARALLEL_DIMENSIONS, sharding_rule
 
 
@@ -118,50 +120,21 @@ def partitionable(call: str, kernel: Callable, attributes: tuple) -> Callable:
     return partitioned
 
 
-def _call(call: str, operands, keywords: dict):
+def _implement(kind: str, operands: tuple, attributes: dict):
+    """One call of the contract, partitionable: the CPU binding's function of `kind` with its attributes bound."""
     cpu.register()
-    output_format = keywords.get("output_format") or keywords["data_format"]
-    if output_format != keywords["data_format"]:
+    if attributes["output_format"] != attributes["data_format"]:
         raise NotImplementedError("the partitionable CPU binding needs output_format == data_format")
-    keywords = {**keywords, "output_format": output_format}
-    for name in ("kernel_size", "stride", "padding", "input_shape"):
-        if name in keywords:
-            keywords[name] = tuple(int(v) for v in keywords[name])
-    kernel = getattr(cpu, f"max_pooling_3d_{call}")
-    return partitionable(call, kernel, tuple(sorted(keywords.items())))(*operands)
+    keywords = {**attributes, **PoolConfig(**{k: v for k, v in attributes.items() if k != "input_shape"}).attributes()}
+    if "input_shape" in keywords:
+        keywords["input_shape"] = tuple(int(v) for v in keywords["input_shape"])
+    kernel = getattr(cpu, f"max_pooling_3d_{kind}")
+    return partitionable(kind, kernel, tuple(sorted(keywords.items())))(*operands)
 
 
-def max_pooling_3d_backward(
-    grad_output, input, output, *, kernel_size, stride, padding, data_format="NCDHW", output_format=None  # noqa: A002
-):
-    return _call(BACKWARD, (grad_output, input, output), dict(
-        kernel_size=kernel_size, stride=stride, padding=padding, data_format=data_format, output_format=output_format))
-
-
-def max_pooling_3d_forward(
-    input, *, kernel_size, stride, padding, data_format="NCDHW", output_format=None  # noqa: A002
-):
-    return _call(FORWARD, (input,), dict(
-        kernel_size=kernel_size, stride=stride, padding=padding, data_format=data_format, output_format=output_format))
-
-
-def max_pooling_3d_forward_output(
-    input, *, kernel_size, stride, padding, data_format="NCDHW", output_format=None  # noqa: A002
-):
-    return _call(FORWARD_OUTPUT, (input,), dict(
-        kernel_size=kernel_size, stride=stride, padding=padding, data_format=data_format, output_format=output_format))
-
-
-def max_pooling_3d_backward_from_indices(
-    grad_output, indices, *, input_shape, kernel_size, stride, padding, data_format="NCDHW", output_format=None
-):
-    return _call(BACKWARD_FROM_INDICES, (grad_output, indices), dict(
-        input_shape=input_shape, kernel_size=kernel_size, stride=stride, padding=padding,
-        data_format=data_format, output_format=output_format))
-
-
-def max_pooling_3d_backward_from_input(
-    grad_output, input, *, kernel_size, stride, padding, data_format="NCDHW", output_format=None  # noqa: A002
-):
-    return _call(BACKWARD_FROM_INPUT, (grad_output, input), dict(
-        kernel_size=kernel_size, stride=stride, padding=padding, data_format=data_format, output_format=output_format))
+_CALLS = contract_functions(_implement)
+max_pooling_3d_backward = _CALLS["max_pooling_3d_backward"]
+max_pooling_3d_forward = _CALLS["max_pooling_3d_forward"]
+max_pooling_3d_forward_output = _CALLS["max_pooling_3d_forward_output"]
+max_pooling_3d_backward_from_indices = _CALLS["max_pooling_3d_backward_from_indices"]
+max_pooling_3d_backward_from_input = _CALLS["max_pooling_3d_backward_from_input"]

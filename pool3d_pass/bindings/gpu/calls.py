@@ -50,7 +50,8 @@ import jax
 
 from pool3d_pass import environment
 from pool3d_pass.bindings.ffi_calls import contract_functions
-from pool3d_pass.contract import CALLS, LAYOUTS, pooled_extent
+from pool3d_pass.contract import CALLS
+from pool3d_pass.contract.pool_config import PoolConfig, shaped, split
 
 logger = logging.getLogger("pool3d_pass")
 
@@ -142,46 +143,26 @@ def _lowering_device():
 # --- geometry -----------------------------------------------------------------
 
 
-def _triple(name: str, values) -> tuple[int, int, int]:
-    values = tuple(int(v) for v in values)
-    if len(values) != 3:
-        raise ValueError(f"gpu binding: {name} must have 3 entries (D, H, W), got {list(values)}")
-    return values
-
-
-def _split(shape, layout: str):
-    """(batch, channels, spatial) of a rank-5 `layout` shape."""
-    if layout not in LAYOUTS:
-        raise ValueError(f"gpu binding: unknown layout {layout!r}; expected one of {', '.join(LAYOUTS)}")
-    if len(shape) != 5:
-        raise ValueError(f"gpu binding: operands must have rank 5, got shape {tuple(shape)}")
-    if layout == "NDHWC":
-        return shape[0], shape[4], tuple(shape[1:4])
-    return shape[0], shape[1], tuple(shape[2:5])
-
-
-def _geometry(input_shape, kernel_size, stride, padding, data_format, output_format, kernels):
-    k, s, p = _triple("kernel_size", kernel_size), _triple("stride", stride), _triple("padding", padding)
-    batch, channels, spatial = _split(tuple(int(v) for v in input_shape), data_format)
-    if output_format not in LAYOUTS:
-        raise ValueError(f"gpu binding: unknown output_format {output_format!r}")
-    if any(kk < 1 for kk in k) or any(ss < 1 for ss in s) or any(pp < 0 or pp >= kk for pp, kk in zip(p, k)):
-        raise ValueError(f"gpu binding: bad attributes kernel_size={list(k)} stride={list(s)} padding={list(p)}")
-    out = tuple(pooled_extent(n, kk, ss, pp, pp) for n, kk, ss, pp in zip(spatial, k, s, p))
+def _geometry(input_shape, attributes: dict, kernels):
+    """The Pallas kernels' geometry of one call; a ValueError naming what is wrong."""
+    pool = PoolConfig(**attributes)
+    reason = pool.invalid()
+    if reason is not None:
+        raise ValueError(f"gpu binding: {reason}")
+    try:
+        batch, channels, spatial = split(input_shape, pool.data_format)
+    except ValueError as error:
+        raise ValueError(f"gpu binding: {error}") from None
+    out = pool.pooled_spatial(spatial)
     if any(o < 1 for o in out):
         raise ValueError(f"gpu binding: input spatial shape {list(spatial)} gives an empty output {list(out)}")
     in_size = batch * channels * math.prod(spatial)
     out_size = batch * channels * math.prod(out)
-    return kernels.Geometry(
-        batch, channels, spatial, out, k, s, p, data_format, output_format,
-        wide=kernels.needs_wide_offsets(in_size, out_size),
-    )
+    return kernels.Geometry(batch, channels, spatial, out, pool, wide=kernels.needs_wide_offsets(in_size, out_size))
 
 
 def _output_shape(g) -> tuple[int, ...]:
-    if g.output_format == "NDHWC":
-        return (g.batch, *g.out_spatial, g.channels)
-    return (g.batch, g.channels, *g.out_spatial)
+    return shaped(g.batch, g.channels, g.out_spatial, g.output_format)
 
 
 def _plan(call: str, input_shape, attributes):
@@ -189,7 +170,7 @@ def _plan(call: str, input_shape, attributes):
     kernels, reason = _kernels()
     if kernels is None:
         return None, reason
-    g = _geometry(input_shape, **attributes, kernels=kernels)
+    g = _geometry(input_shape, attributes, kernels)
     reason = kernels.launch_refusal(g)
     if reason is not None:
         return None, reason
@@ -229,9 +210,7 @@ def _gather_call(grad_output, indices, g, kernels, dtype):
 
 
 def _input_shape(g) -> tuple[int, ...]:
-    if g.data_format == "NDHWC":
-        return (g.batch, *g.in_spatial, g.channels)
-    return (g.batch, g.channels, *g.in_spatial)
+    return shaped(g.batch, g.channels, g.in_spatial, g.data_format)
 
 
 def _forward(operands, g, kernels):

@@ -33,6 +33,8 @@ from jax import lax
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import triton as plgpu
 
+from pool3d_pass.contract.pool_config import HoldsPool, PoolConfig
+
 # Elements per program (a power of 2, as Triton requires): one per thread. With
 # 2 or 4 per thread ptxas spilled the k3 window kernels (gpu_compile_check.py).
 BLOCK = 128
@@ -47,18 +49,14 @@ INT32_LIMIT = 2**31 - 1
 
 
 @dataclasses.dataclass(frozen=True)
-class Geometry:
-    """One call's shapes and attributes, as static Python ints."""
+class Geometry(HoldsPool):
+    """One call's shapes and attributes (`pool`, read as g.kernel_size etc.), as static Python ints."""
 
     batch: int
     channels: int
     in_spatial: tuple[int, int, int]
     out_spatial: tuple[int, int, int]
-    kernel_size: tuple[int, int, int]
-    stride: tuple[int, int, int]
-    padding: tuple[int, int, int]
-    data_format: str
-    output_format: str
+    pool: PoolConfig
     wide: bool = False  # int64 offsets (some tensor has 2^31 elements or more)
 
     @property

@@ -29,7 +29,9 @@ from pool3d_pass.bindings.neuron.sdk import (
     problems,
     require,
 )
-from pool3d_pass.contract import SUPPORTED_DTYPES
+from pool3d_pass.bindings.ffi_calls import contract_function
+from pool3d_pass.contract import BACKWARD, SUPPORTED_DTYPES
+from pool3d_pass.contract.pool_config import PoolConfig, split
 
 __all__ = [
     "DEFAULT_LNC",
@@ -180,29 +182,21 @@ def unsupported(signature) -> str | None:
     return None
 
 
-def max_pooling_3d_backward(
-    grad_output,
-    input,  # noqa: A002 - the contract's operand name; the kernel calls it input_tensor
-    output,
-    *,
-    kernel_size,
-    stride,
-    padding,
-    data_format="NCDHW",
-    output_format=None,
-):
+def _backward(kind: str, operands: tuple, attributes: dict):
     """The contract's `backward` call, by nkilib's kernel (see the module docstring)."""
+    grad_output, input, output = operands  # noqa: A001 - the contract's names; the kernel's is input_tensor
+    pool = PoolConfig(**attributes)
     kernel = load_kernel()
     lnc = logical_nc_config()
-    batch, channels = (input.shape[0], input.shape[1]) if data_format == "NCDHW" else (input.shape[0], input.shape[4])
+    batch, channels, _ = split(input.shape, pool.data_format)
     if math.prod((batch, channels)) == 0:
         # Empty result: nothing for the kernel to do (and no zero-sized NKI tensor).
         import jax.numpy as jnp
 
         return jnp.zeros(input.shape, input.dtype)
-    kernel_size, stride, padding = (tuple(int(v) for v in t) for t in (kernel_size, stride, padding))
-    spatial_axes = (2, 3, 4) if data_format == "NCDHW" else (1, 2, 3)
-    covered = [covered_extent(input.shape[a], k, s, p) for a, k, s, p in zip(spatial_axes, kernel_size, stride, padding)]
+    spatial_axes = (2, 3, 4) if pool.data_format == "NCDHW" else (1, 2, 3)
+    covered = [covered_extent(input.shape[a], k, s, p)
+               for a, k, s, p in zip(spatial_axes, pool.kernel_size, pool.stride, pool.padding)]
     limit = list(input.shape)
     for axis, extent in zip(spatial_axes, covered):
         limit[axis] = extent
@@ -211,14 +205,13 @@ def max_pooling_3d_backward(
         grad_output=grad_output,
         input_tensor=trimmed,
         output_tensor=output,
-        kernel_size=kernel_size,
-        stride=stride,
-        padding=padding,
-        data_format=data_format,
-        output_format=output_format or data_format,
+        **pool.attributes(),
     )
     if trimmed is input:
         return grad_input
     import jax.numpy as jnp
 
     return jnp.pad(grad_input, [(0, full - n) for full, n in zip(input.shape, limit)])
+
+
+max_pooling_3d_backward = contract_function(BACKWARD, _backward)
