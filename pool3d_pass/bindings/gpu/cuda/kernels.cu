@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <string>
 
+#include "common/dispatch.h"
 #include "common/ffi_calls.h"
 #include "elements.h"
 #include "kernels.h"
@@ -86,18 +87,13 @@ __global__ void pool3d_gather(DevGeom<I> g, const typename T::M* __restrict__ go
 // (one dispatch for every launch).
 template <class Fn>
 void ForTypes(ElementType t, const Geom& g, Fn fn) {
-  auto with_offsets = [&](auto tag) {
+  ForElementType(t, [&](auto tag) {
     if (NeedsWideOffsets(g)) {
       fn(tag, int64_t{});
     } else {
       fn(tag, int32_t{});
     }
-  };
-  switch (t) {
-    case ElementType::kF32: with_offsets(F32T{}); break;
-    case ElementType::kBF16: with_offsets(BF16T{}); break;
-    case ElementType::kF16: with_offsets(F16T{}); break;
-  }
+  });
 }
 
 // What the launches below left in the stream's error state.
