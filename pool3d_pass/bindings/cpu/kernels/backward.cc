@@ -1,4 +1,5 @@
 // pool3d.max_pooling_3d_backward: element type and layout dispatch.
+#include "common/dispatch.h"
 #include "common/element_types.h"
 #include "kernels.h"
 #include "layouts.h"
@@ -24,14 +25,9 @@ void Dispatch(const Geom& g, const void* go, const void* x, const void* y,
 void MaxPool3dBackward(const Geom& g, ElementType t, const void* grad_output,
                        const void* input, const void* output,
                        void* grad_input) {
-  switch (t) {
-    case ElementType::kF32:
-      return Dispatch<F32T>(g, grad_output, input, output, grad_input);
-    case ElementType::kBF16:
-      return Dispatch<BF16T>(g, grad_output, input, output, grad_input);
-    case ElementType::kF16:
-      return Dispatch<F16T>(g, grad_output, input, output, grad_input);
-  }
+  ForElementType(t, [&](auto tag) {
+    Dispatch<decltype(tag)>(g, grad_output, input, output, grad_input);
+  });
 }
 
 }  // namespace pool3d

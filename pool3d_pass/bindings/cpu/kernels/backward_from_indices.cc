@@ -24,6 +24,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "common/dispatch.h"
 #include "common/element_types.h"
 #include "common/geometry.h"
 #include "common/scratch_buffer.h"
@@ -380,14 +381,9 @@ void Dispatch(const Geom& g, const void* go, const int16_t* idx, void* dx) {
 void MaxPool3dBackwardFromIndices(const Geom& g, ElementType t,
                                   const void* grad_output,
                                   const int16_t* indices, void* grad_input) {
-  switch (t) {
-    case ElementType::kF32:
-      return Dispatch<F32T>(g, grad_output, indices, grad_input);
-    case ElementType::kBF16:
-      return Dispatch<BF16T>(g, grad_output, indices, grad_input);
-    case ElementType::kF16:
-      return Dispatch<F16T>(g, grad_output, indices, grad_input);
-  }
+  ForElementType(t, [&](auto tag) {
+    Dispatch<decltype(tag)>(g, grad_output, indices, grad_input);
+  });
 }
 
 }  // namespace pool3d

@@ -26,6 +26,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "common/dispatch.h"
 #include "common/element_types.h"
 #include "common/first_max.h"
 #include "common/geometry.h"
@@ -241,14 +242,9 @@ void Dispatch(const Geom& g, ElementType t, const void* go, const void* x,
 void MaxPool3dBackwardFromInput(const Geom& g, ElementType t,
                                 const void* grad_output, const void* input,
                                 void* grad_input) {
-  switch (t) {
-    case ElementType::kF32:
-      return Dispatch<F32T>(g, t, grad_output, input, grad_input);
-    case ElementType::kBF16:
-      return Dispatch<BF16T>(g, t, grad_output, input, grad_input);
-    case ElementType::kF16:
-      return Dispatch<F16T>(g, t, grad_output, input, grad_input);
-  }
+  ForElementType(t, [&](auto tag) {
+    Dispatch<decltype(tag)>(g, t, grad_output, input, grad_input);
+  });
 }
 
 }  // namespace pool3d

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "common/dispatch.h"
 #include "common/element_types.h"
 #include "common/first_max.h"
 #include "common/geometry.h"
@@ -213,11 +214,9 @@ void Dispatch(const Geom& g, const void* x, void* y, int16_t* idx) {
 
 void MaxPool3dForward(const Geom& g, ElementType t, const void* input,
                       void* output, int16_t* indices) {
-  switch (t) {
-    case ElementType::kF32: return Dispatch<F32T>(g, input, output, indices);
-    case ElementType::kBF16: return Dispatch<BF16T>(g, input, output, indices);
-    case ElementType::kF16: return Dispatch<F16T>(g, input, output, indices);
-  }
+  ForElementType(t, [&](auto tag) {
+    Dispatch<decltype(tag)>(g, input, output, indices);
+  });
 }
 
 }  // namespace pool3d

@@ -18,6 +18,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "common/dispatch.h"
 #include "common/element_types.h"
 #include "common/first_max.h"
 #include "common/geometry.h"
@@ -164,11 +165,9 @@ void Dispatch(const Geom& g, const void* x, void* y) {
 
 void MaxPool3dForwardOutput(const Geom& g, ElementType t, const void* input,
                             void* output) {
-  switch (t) {
-    case ElementType::kF32: return Dispatch<F32T>(g, input, output);
-    case ElementType::kBF16: return Dispatch<BF16T>(g, input, output);
-    case ElementType::kF16: return Dispatch<F16T>(g, input, output);
-  }
+  ForElementType(t, [&](auto tag) {
+    Dispatch<decltype(tag)>(g, input, output);
+  });
 }
 
 }  // namespace pool3d
