@@ -18,7 +18,7 @@
 // work item is one (b, channel block), with the sliding f32 accumulator of
 // ndhwc_accumulator.h; windows that do not overlap where
 // FromIndicesGatherPays, and bf16 windows that overlap where
-// OverlapGatherPays (layouts.h), gather instead (from_indices_cl.cc).
+// OverlapGatherPays (both in choices.h), gather instead (from_indices_cl.cc).
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
@@ -30,6 +30,7 @@
 #include "common/scratch_buffer.h"
 #include "common/separable_ndhwc.h"
 #include "common/threading.h"
+#include "choices.h"
 #include "kernels.h"
 #include "layouts.h"
 #include "ncdhw_no_overlap.h"
@@ -335,25 +336,6 @@ void FromIndicesNdhwc(const Geom& g, const typename T::M* go,
       acc.FinishAfter(od);
     }
   });
-}
-
-// Channels-last windows that do not overlap: whether the gather
-// (from_indices_cl.cc) beats the scatter. Measured from cold caches
-// (docs/benchmarks.md): the half types gather with a full vector of channels
-// (1.3x faster in bf16 at C = 32: the scatter needs an f32 accumulator and a
-// rounding pass; slower below 16 channels), and also where the scatter's
-// accumulator would pass 8 MiB: the gather needs none. f32 gathers with at
-// least a vector of 8 channels: 1.04x-1.2x faster at C = 8-256 (k2 s2, k3 s3,
-// k2 s2 p1), where the scatter zeroes dx and adds one lane at a time, and,
-// since the gather's last vector overlaps the one before, 1.1x-1.3x at
-// C = 9, 12, 20 and 100 (the tail lanes had made it 0.76x-0.88x at C = 12);
-// C < 8 keeps the scatter.
-template <class M>
-bool FromIndicesGatherPays(const Geom& g) {
-  if (sizeof(M) == 4) return LanesPay(g, 8);
-  const int64_t accumulator_bytes =
-      HalfAccumulatorSlices(g) * g.H * g.W * g.C * int64_t(sizeof(float));
-  return LanesPay(g, 32 / sizeof(M)) || accumulator_bytes > (int64_t{8} << 20);
 }
 
 template <class T>

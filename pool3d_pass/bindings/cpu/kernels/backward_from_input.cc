@@ -1,7 +1,8 @@
 // pool3d.max_pooling_3d_backward_from_input: grad_input from
 // (grad_output, input), fused: the selection is searched and scattered at
 // once, no indices or maxima in memory (except where the channels-last
-// forward's indices then from_indices measure faster: ViaIndicesPays below).
+// forward's indices then from_indices measure faster: ViaIndicesPays,
+// choices.h).
 //
 // The search runs with NaN sorting above every number (KeyNanHigh): a
 // window's winner is then the first tap equal to
@@ -15,11 +16,11 @@
 //
 // NCDHW: one work item is one (b, c) plane, as the recompute backward;
 // windows that do not overlap write every element once. NDHWC: where it
-// measures faster (ViaIndicesPays), the forward's search into scratch
-// indices, then from_indices; windows that do not overlap, with a full
-// vector of channels, by search and gather (from_input_cl.cc); otherwise the
-// separable search across channels (common/separable_cl.h) and the sliding
-// f32 accumulator of ndhwc_accumulator.h.
+// measures faster (ViaIndicesPays, choices.h), the forward's search into
+// scratch indices, then from_indices; windows that do not overlap, with a
+// full vector of channels, by search and gather (from_input_cl.cc);
+// otherwise the separable search across channels (common/separable_cl.h) and
+// the sliding f32 accumulator of ndhwc_accumulator.h.
 #include <algorithm>
 #include <cstdint>
 #include <memory>
@@ -33,6 +34,7 @@
 #include "common/separable_ncdhw.h"
 #include "common/separable_cl.h"
 #include "common/threading.h"
+#include "choices.h"
 #include "kernels.h"
 #include "layouts.h"
 #include "ncdhw_no_overlap.h"
@@ -167,35 +169,6 @@ void FromInputNdhwc(const Geom& g, const typename T::M* go,
       if (oh == g.Ho - 1) acc.FinishAfter(od);
     });
   });
-}
-
-// Where from_input runs as what it equals, from_indices(grad_output,
-// forward(input).indices): the forward's search into scratch indices (no
-// maxima), then from_indices' own dispatch. Measured from cold caches, 2
-// threads, against the fused call (docs/benchmarks.md):
-//   - windows that neither overlap nor reach into padding, with fewer
-//     channels than a vector: 1.2x-1.9x (f32 C = 1-6, bf16/f16 C = 3-8), the
-//     forward staging its planes and the scatter (padded windows: 0.8x);
-//   - f32 windows that overlap, where the lanes pay, C >= 32: 1.05x-1.25x
-//     (k3 s2 p1 C = 32-96, k2 s1 C = 64; level at C = 8-16 and 128, 0.83x at
-//     C = 3; f16 level);
-//   - bf16 windows that overlap, where the lanes and from_indices' gather
-//     pay: (4,16,64,64,32) k3 s2 p1 3.1-3.5 ms -> 2.7-2.9 ms, C = 128
-//     1.8-1.9 ms -> 1.3 ms, against the separable search and its f32
-//     accumulator.
-// At k3 s1 p1 (the lanes do not pay) the pair measured 0.7x-0.8x (f32) and
-// level (bf16), and with a full vector of channels and disjoint windows the
-// fused search and gather (FromInputNdhwcGather) is level or ahead.
-template <class T>
-bool ViaIndicesPays(const Geom& g) {
-  constexpr int64_t kLanes = 32 / sizeof(typename T::M);
-  if (WindowsDisjoint(g)) return g.C < kLanes;
-  if (!g.overlap || !LanesPay(g, kLanes)) return false;
-  if constexpr (std::is_same_v<T, F32T>) return g.C >= 32;
-#ifdef POOL3D_OVERLAP_GATHER
-  if constexpr (std::is_same_v<T, BF16T>) return OverlapGatherPays(g);
-#endif
-  return false;
 }
 
 // from_indices(grad_output, forward(input).indices), where ViaIndicesPays:

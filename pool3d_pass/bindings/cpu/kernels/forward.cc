@@ -2,8 +2,8 @@
 //
 // NDHWC runs the lane search (forward_cl.cc) with one shared tap list where
 // windows neither overlap nor reach into padding (WindowsDisjoint), the lane
-// search across channels where it pays (LanesPay), else the separable one
-// across channels (common/separable_cl.h).
+// search across channels where it pays (LanesPay, choices.h), else the
+// separable one across channels (common/separable_cl.h).
 // NCDHW runs the separable first-max search (common/separable_ncdhw.h) when
 // windows overlap and a single pass over the input when they do not, all
 // with NaN
@@ -29,6 +29,7 @@
 #include "common/separable_ncdhw.h"
 #include "common/separable_cl.h"
 #include "common/threading.h"
+#include "choices.h"
 #include "kernels.h"
 #include "layouts.h"
 #include "ncdhw_no_overlap.h"

@@ -1,7 +1,7 @@
 // backward_from_indices, channels-last, by gather where it pays
-// (backward_from_indices.cc says where). One work item is one input row
-// (b, d, h): its W * C elements are written once, in the element type, with
-// no zeroing pass, no accumulator plane and no rounding pass.
+// (FromIndicesGatherPays, OverlapGatherPays: choices.h). One work item is one
+// input row (b, d, h): its W * C elements are written once, in the element
+// type, with no zeroing pass, no accumulator plane and no rounding pass.
 //
 // Windows that do not overlap (common/lane_gather.h): each input position
 // lies in at most one window along each axis (its window and tap per axis:

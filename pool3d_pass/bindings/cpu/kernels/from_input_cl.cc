@@ -1,15 +1,14 @@
-// backward_from_input, channels-last, windows that do not overlap, with a
-// full vector of channels (LanesPay): one work item is one output row
+// backward_from_input, channels-last, windows that do not overlap, with a full
+// vector of channels (LanesPay, choices.h): one work item is one output row
 // (b, od, oh), searched as the forward searches it (common/disjoint_rows.h
-// where no window reaches into padding, else ForwardRowCl) into a scratch
-// row of indices; the input rows its windows cover are then written by the
-// gather of from_indices_cl.cc (common/lane_gather.h). So the result is
+// where no window reaches into padding, else ForwardRowCl) into a scratch row
+// of indices; the input rows its windows cover are then written by the gather
+// of from_indices_cl.cc (common/lane_gather.h). So the result is
 // backward_from_indices(grad_output, forward(input).indices) bit for bit, and
-// every input element is written once, in the element type: no accumulator,
-// no zeroing pass, no indices in memory. (Measured: with fewer channels than
-// a vector the per-element gather loses to the scatter, 0.78 ms against
-// 0.35 ms at f32 (4,16,48,48,3) k2 s2; backward_from_input.cc's
-// ViaIndicesPays says where those go.)
+// every input element is written once, in the element type: no accumulator, no
+// zeroing pass, no indices in memory. (Measured: with fewer channels than a
+// vector the per-element gather loses to the scatter, 0.78 ms against 0.35 ms
+// at f32 (4,16,48,48,3) k2 s2; ViaIndicesPays, choices.h, says where those go.)
 #include <cstdint>
 #include <vector>
 

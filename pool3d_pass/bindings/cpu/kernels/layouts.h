@@ -1,6 +1,6 @@
 // The per-layout halves of each kernel, as element-type templates
 // instantiated for F32T, BF16T and F16T in their own files; kernels.h's
-// routines dispatch to them.
+// routines dispatch to them, choosing by the predicates of choices.h.
 #ifndef POOL3D_KERNELS_LAYOUTS_H_
 #define POOL3D_KERNELS_LAYOUTS_H_
 
@@ -53,14 +53,6 @@ void ForwardRowCl(const Geom& g, const typename T::M* xb, int64_t od,
                   int64_t oh, ClTaps& s, typename T::M* y_row,
                   int16_t* idx_row);
 
-// Where the channels-last lane search beats the separable one (measured by
-// instruction counts, docs/benchmarks.md): a full vector of channels, and
-// windows that overlap little (at most 8 taps per window and stride cell; at
-// k3 s1, 27 taps, the separable search shares the work between windows).
-inline bool LanesPay(const Geom& g, int64_t lanes) {
-  return g.C >= lanes && g.Taps() <= 8 * g.sD * g.sH * g.sW;
-}
-
 // Windows that neither overlap nor reach into padding: every pixel of every
 // row has the same real taps (ForwardNdhwcDisjoint, common/disjoint_rows.h;
 // y may be null: indices only).
@@ -72,8 +64,8 @@ void ForwardNdhwcDisjoint(const Geom& g, const typename T::M* x,
                           typename T::M* y, int16_t* idx);
 
 // from_indices_cl.cc: backward_from_indices, channels-last, by gather, where
-// it pays (backward_from_indices.cc): windows that do not overlap, and bf16
-// windows that overlap (AVX2).
+// it pays (choices.h): windows that do not overlap, and bf16 windows that
+// overlap (AVX2).
 template <class T>
 void FromIndicesNdhwcGather(const Geom& g, const typename T::M* go,
                             const int16_t* idx, typename T::M* dx);
@@ -83,27 +75,12 @@ void FromIndicesNdhwcGather(const Geom& g, const typename T::M* go,
 #define POOL3D_OVERLAP_GATHER 1
 void FromIndicesNdhwcOverlapGatherBf16(const Geom& g, const uint16_t* go,
                                        const int16_t* idx, uint16_t* dx);
-
-// Channels-last bf16 windows that overlap: whether the gather beats the
-// scatter with its f32 accumulator, zeroing pass and rounding pass. Measured
-// from cold caches (docs/benchmarks.md): 1.1x-1.7x faster with 32 to 256
-// channels in whole vectors of 16; with the last lanes a second walk of an
-// overlapping vector of 16 (all remainders then; 9-15 now), 1.26x at C = 100,
-// 1.0x-1.1x at C = 40; at C = 24, one vector of 16 and one of 8 in one walk,
-// 18.5% fewer instructions and 1.02x-1.13x (C = 25-31 take the second walk:
-// no gain; 17-23 not measured); slower with 16 (0.8x at k3 s2). Only where
-// the CPU has AVX2. f32 keeps the scatter (it accumulates in dx itself, with
-// no rounding pass: the gather measured 0.8x-0.9x), and f16 too (no
-// conversion instructions assumed).
-inline bool OverlapGatherPays(const Geom& g) {
-  static const bool avx2 = __builtin_cpu_supports("avx2");
-  return avx2 && g.overlap && (g.C >= 32 || g.C == 24);
-}
 #endif
 
 // from_input_cl.cc: backward_from_input, channels-last, windows that do not
-// overlap, where the lanes pay: each output row searched as the forward
-// searches it, then its input rows written by the same gather.
+// overlap, where the lanes pay (LanesPay, choices.h): each output row
+// searched as the forward searches it, then its input rows written by the
+// same gather.
 template <class T>
 void FromInputNdhwcGather(const Geom& g, const typename T::M* go,
                           const typename T::M* x, typename T::M* dx);
