@@ -1,7 +1,7 @@
 // The measured predicates by which the CPU kernels choose between their
 // variants, in one place: each says where one variant beats another, and
-// why. The figures that set them: docs/benchmarks.md, "Where the CPU
-// kernels' variants pay" (and CHANGELOG.md).
+// why. The figures that set them: CHANGELOG.md (2026-12-05, "The CPU
+// kernels' variant choices in one header").
 //
 // Used by the dispatch of forward.cc (LanesPay), backward_from_indices.cc
 // (OverlapGatherPays, FromIndicesGatherPays) and backward_from_input.cc
