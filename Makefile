@@ -46,38 +46,43 @@ check_jax_kept = $(1) -c "import jax, jaxlib; assert jax.__version__ == jaxlib._
 
 install: $(STAMP)
 
-# (the CUDA kernels' too: setup.py builds their library where nvcc is found)
+# (the CUDA kernels' too: CMakeLists.txt builds their library where nvcc is found)
 KERNEL_SOURCES := $(shell find pool3d_pass/bindings/cpu pool3d_pass/bindings/gpu/cuda -name '*.cc' -o -name '*.h' -o -name '*.cu') \
-                  pool3d_pass/bindings/gpu/cuda_build.py
+                  pool3d_pass/bindings/gpu/cuda_build.py CMakeLists.txt
 
 # The user's way: JAX first, then pool3d_pass with pip's build isolation, so the
 # CPU kernels are compiled against the OLDEST supported jaxlib's FFI headers
 # (pyproject's build requirement) and this venv proves they load on the newest.
-$(STAMP): pyproject.toml setup.py $(KERNEL_SOURCES)
+# Editable (scikit-build-core): the compiled files land in the venv and, for runs
+# that import the tree, beside the sources; CMake's build folder is build/venv.
+$(STAMP): pyproject.toml $(KERNEL_SOURCES)
 	$(call need_python,$(PYTHON312),$(PYTHON_VERSION))
 	test -x $(PY) || $(PYTHON312) -m venv $(VENV)
-	$(PIP) install --upgrade pip setuptools wheel
+	$(PIP) install --upgrade pip
 	$(PIP) install jax==$(JAX) jaxlib==$(JAX)
-	$(PIP) install -e '.[test]'
+	$(PIP) install -e '.[test]' --config-settings=build-dir=build/venv
 	$(call check_jax_kept,$(PY),$(JAX))
 	touch $@
 
 install-jax09: $(STAMP09)
 
-# A regular (not editable) install into $(VENV09): the CPU kernel is compiled
-# against that jaxlib's FFI headers, in its own build folder (build/jax09, cleared
-# when anything but a .py file changed), and lands in that venv's site-packages;
-# the in-tree .so stays $(VENV)'s. So the copy is refreshed when any package file changes.
+# A regular (not editable) install into $(VENV09), without build isolation: the
+# kernels are compiled against that jaxlib's FFI headers, in their own build folder
+# (build/jax09), and land in that venv's site-packages; the in-tree .so stay
+# $(VENV)'s. So the copy is refreshed when any package file changes. The build
+# backend and what it asks for (cmake, ninja where the machine has none) are
+# installed first, as build isolation would.
 PACKAGE_FILES := $(shell find pool3d_pass -name '*.py' -o -name '*.cc' -o -name '*.h' -o -name '*.cu')
+SKBUILD_CORE := scikit-build-core==1.1.2
 
-$(STAMP09): pyproject.toml setup.py $(PACKAGE_FILES)
+$(STAMP09): pyproject.toml CMakeLists.txt $(PACKAGE_FILES)
 	$(call need_python,$(PYTHON311),3.11)
 	test -x $(PY09) || $(PYTHON311) -m venv $(VENV09)
-	$(PIP09) install --upgrade pip setuptools wheel
-	$(PIP09) install jax==$(JAX09) jaxlib==$(JAX09)
-	$(if $(filter-out %.py,$?),rm -rf build/jax09)
-	printf '[build]\nbuild_base = build/jax09\n' > $(VENV09)/build.cfg
-	DIST_EXTRA_CONFIG=$(abspath $(VENV09))/build.cfg $(PIP09) install --no-build-isolation '.[test-pass,torch]'
+	$(PIP09) install --upgrade pip
+	$(PIP09) install jax==$(JAX09) jaxlib==$(JAX09) $(SKBUILD_CORE)
+	requires="$$($(PY09) -c 'from scikit_build_core.build import get_requires_for_build_wheel as r; print(*r())')"; \
+	  test -z "$$requires" || $(PIP09) install $$requires
+	$(PIP09) install --no-build-isolation --config-settings=build-dir=build/jax09 '.[test-pass,torch]'
 	# Installing pool3d_pass must have kept this environment's JAX (as in a Neuron SDK venv).
 	$(call check_jax_kept,$(PY09),$(JAX09))
 	touch $@
@@ -85,13 +90,13 @@ $(STAMP09): pyproject.toml setup.py $(PACKAGE_FILES)
 # The benchmarks' environment: torch (the baseline) has a CPU build for Python 3.11 only.
 install-bench: $(STAMP_BENCH)
 
-$(STAMP_BENCH): pyproject.toml setup.py $(KERNEL_SOURCES)
+$(STAMP_BENCH): pyproject.toml $(KERNEL_SOURCES)
 	$(call need_python,$(PYTHON311),3.11)
 	test -x $(PY_BENCH) || $(PYTHON311) -m venv $(VENV_BENCH)
-	$(PY_BENCH) -m pip --disable-pip-version-check -q install --upgrade pip setuptools wheel
+	$(PY_BENCH) -m pip --disable-pip-version-check -q install --upgrade pip
 	$(PY_BENCH) -m pip --disable-pip-version-check -q install jax==$(JAX_BENCH) jaxlib==$(JAX_BENCH)
 	# Editable, like $(VENV): its kernel build sits in the tree beside $(VENV)'s (another ABI tag).
-	$(PY_BENCH) -m pip --disable-pip-version-check -q install -e '.[test]'
+	$(PY_BENCH) -m pip --disable-pip-version-check -q install -e '.[test]' --config-settings=build-dir=build/venv-bench
 	$(call check_jax_kept,$(PY_BENCH),$(JAX_BENCH))
 	touch $@
 
@@ -139,26 +144,23 @@ clean:
 	rm -rf build *.egg-info lit_tests/Output .pytest_cache
 	find . -name __pycache__ -prune -exec rm -rf {} +
 
-# The CPU kernels under AddressSanitizer and UndefinedBehaviorSanitizer: built
-# into $(SANITIZE_DIR) (never the installed extension) and loaded by the kernel
+# The CPU kernels under AddressSanitizer and UndefinedBehaviorSanitizer: built by
+# CMakePresets.json's `sanitize` preset into $(SANITIZE_DIR) (never the installed
+# extension), against $(VENV)'s jaxlib's FFI headers, and loaded by the kernel
 # tests through POOL3D_KERNEL_LIBRARY. Python itself is not instrumented, so
 # libasan is preloaded, with libstdc++ (else ASan's interceptor of
 # __cxa_throw aborts on the first C++ exception); leak checking is off (Python
 # and XLA keep allocations alive at exit).
 .PHONY: sanitize
-SANITIZE_DIR   ?= build/sanitize
+SANITIZE_DIR   := build/sanitize
 SANITIZE_TESTS ?= tests/kernels/test_cpu_kernel.py tests/kernels/test_cpu_kernel_layer.py tests/kernels/test_cpu_kernel_channels_last.py \
                   tests/kernels/test_cuda_elements.py
-SANITIZE_FLAGS := -std=c++17 -O1 -g -fno-omit-frame-pointer -fPIC -shared -pthread \
-                  -fvisibility=hidden -fsanitize=address,undefined -fno-sanitize-recover=undefined \
-                  -DPOOL3D_POISON_SCRATCH
 
+# (cmake from PATH, else the cmake wheel put into $(VENV); the compiler is $(CXX), whose libasan is preloaded)
 sanitize: $(STAMP)
-	mkdir -p $(SANITIZE_DIR)
-	$(CXX) $(SANITIZE_FLAGS) -Ipool3d_pass/bindings/cpu \
-	  -isystem "$$($(PY) -c 'import jax.ffi; print(jax.ffi.include_dir())')" \
-	  -isystem "$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["include"])')" \
-	  $(shell find pool3d_pass/bindings/cpu -name '*.cc' | sort) -o $(SANITIZE_DIR)/_kernel.so
+	command -v cmake >/dev/null || $(PIP) install cmake
+	cmake --preset sanitize -DPython_EXECUTABLE=$(abspath $(PY)) -DCMAKE_CXX_COMPILER=$(CXX)
+	cmake --build --preset sanitize --parallel $(shell nproc)
 	POOL3D_KERNEL_LIBRARY=$(SANITIZE_DIR)/_kernel.so \
 	LD_PRELOAD="$$($(CXX) -print-file-name=libasan.so) $$($(CXX) -print-file-name=libstdc++.so)" \
 	ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 \
@@ -177,10 +179,9 @@ VENV_CHECK   := .venv-check-$(JAX_CHECK)
 check-jax:
 	rm -rf $(VENV_CHECK) build/check-$(JAX_CHECK)
 	$$(scripts/find_python.sh $(PYTHON_CHECK)) -m venv $(VENV_CHECK)
-	$(VENV_CHECK)/bin/python -m pip --disable-pip-version-check -q install --upgrade pip setuptools wheel
+	$(VENV_CHECK)/bin/python -m pip --disable-pip-version-check -q install --upgrade pip
 	$(VENV_CHECK)/bin/python -m pip --disable-pip-version-check -q install jax==$(JAX_CHECK) jaxlib==$(JAX_CHECK)
-	printf '[build]\nbuild_base = build/check-$(JAX_CHECK)\n' > $(VENV_CHECK)/build.cfg
-	DIST_EXTRA_CONFIG=$(abspath $(VENV_CHECK))/build.cfg $(VENV_CHECK)/bin/python -m pip --disable-pip-version-check -q install '.[test-pass]'
+	$(VENV_CHECK)/bin/python -m pip --disable-pip-version-check -q install --config-settings=build-dir=build/check-$(JAX_CHECK) '.[test-pass]'
 	$(call check_jax_kept,$(VENV_CHECK)/bin/python,$(JAX_CHECK))
 	cd /tmp && $(abspath $(VENV_CHECK))/bin/python $(abspath scripts/check_release.py)
 	PATH="$(abspath $(VENV_CHECK))/bin:$$PATH" $(VENV_CHECK)/bin/pytest -q $(PASS_TESTS) --ignore=tests/numerics/test_numerics_torch.py --ignore=tests/bench/test_bench_harness.py
@@ -194,9 +195,7 @@ check-jax:
 wheel:
 	$(call need_python,$(PYTHON312),$(PYTHON_VERSION))
 	rm -rf dist build/wheel
-	printf '[build]\nbuild_base = build/wheel\n' > build-wheel.cfg
-	DIST_EXTRA_CONFIG=$(CURDIR)/build-wheel.cfg $(PYTHON312) -m pip --disable-pip-version-check wheel --no-deps -w dist .
-	rm -f build-wheel.cfg
+	$(PYTHON312) -m pip --disable-pip-version-check wheel --no-deps --config-settings=build-dir=build/wheel -w dist .
 
 # The wheel installed where no compiler can be reached: a fresh venv with JAX $(JAX), the
 # wheel put in with PATH holding only that venv (CC/CXX false, binaries only), then

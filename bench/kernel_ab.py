@@ -4,10 +4,11 @@
     python bench/kernel_ab.py --lib build/a.so --lib build/a.so            # A/A: the noise
     python bench/kernel_ab.py --lib build/a.so --lib build/b.so --cases 3,9 --rounds 4 --repeats 20
 
-A library from the current sources, with setup.py's own flags (CFLAGS adds to them):
+A library from the current sources, with the package's own flags (CMakePresets.json's
+`cpu` preset; CXXFLAGS at the first configure adds to them):
 
-    .venv/bin/python setup.py -q build_ext --build-lib build/ab/new --build-temp build/ab/new-tmp
-    # -> build/ab/new/pool3d_pass/bindings/cpu/_kernel.cpython-312-x86_64-linux-gnu.so
+    cmake --preset cpu -B build/ab/new -DPython_EXECUTABLE=$PWD/.venv/bin/python && cmake --build build/ab/new
+    # -> build/ab/new/_kernel.cpython-312-x86_64-linux-gnu.so
 
 One XLA process can register only one kernel library (the target names are
 global), so each library runs in child processes of its own

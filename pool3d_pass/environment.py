@@ -41,7 +41,7 @@ VARIABLES = {
     POISON_SCRATCH: ("1: the CPU kernels fill new scratch with NaN bytes (make sanitize)", None,
                      "the C++ kernels"),
     BUILD_CUDA: ("0: build without the CUDA kernels", None, "the build (bindings/gpu/cuda_build.py)"),
-    FFI_INCLUDE: ("a jaxlib include/ folder to compile the kernels against", None, "the build (setup.py)"),
+    FFI_INCLUDE: ("a jaxlib include/ folder to compile the kernels against", None, "the build (CMakeLists.txt)"),
 }
 
 _active: contextvars.ContextVar = contextvars.ContextVar("pool3d_pass_options", default=None)

@@ -17,7 +17,7 @@ What differs, and how this module hides it:
   The kernel source is the same. jaxlib 0.9 refuses a kernel built against
   0.10's headers; 0.10 to 0.12 run one built against 0.9's. So pyproject.toml's
   build requirement is the oldest jaxlib (an isolated build loads everywhere),
-  and a `--no-build-isolation` build uses the environment's own (setup.py).
+  and a `--no-build-isolation` build uses the environment's own (CMakeLists.txt).
 * MLIR attribute kinds (jaxlib): 0.12 dropped the static `ir.XAttr.isinstance`
   methods; the package casts instead (`ir.StringAttr(attr)` raises on another
   kind), which every version supports.

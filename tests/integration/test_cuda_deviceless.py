@@ -2,7 +2,7 @@
 
 Needs JAX's CUDA plugin (`make gpu-compile-check` installs it into
 .venv-gpu and runs this file there) and the CUDA kernels' library (built by
-setup.py where nvcc is found); elsewhere these tests skip, saying which is
+CMakeLists.txt where nvcc is found); elsewhere these tests skip, saying which is
 missing. For every bench case (bench/cases.py FULL_CASES), both jobs and both
 explicit strategies, `pool3d_pass.jit` with the CUDA kernels is compiled by
 XLA:GPU for a compile-only H200: the compiled program holds the contract's

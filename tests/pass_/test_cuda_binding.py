@@ -1,7 +1,7 @@
 """The gpu binding's CUDA kernels without a GPU: which implementation serves, the build, registration, lowering.
 
-Where `pool3d_pass/bindings/gpu/_cuda_kernels.so` is built (setup.py builds
-it when nvcc is found), the gpu binding's calls lower for cuda to exactly
+Where `pool3d_pass/bindings/gpu/_cuda_kernels.so` is built (CMakeLists.txt
+builds it when nvcc is found), the gpu binding's calls lower for cuda to exactly
 the contract's custom calls (`pool3d.max_pooling_3d_*`, typed FFI), with no
 Triton call: every positive fixture, rewritten for `--target=gpu`, holds
 only those; a `jax.export` of such a program serializes them and nothing
@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import re
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -116,6 +117,22 @@ def test_build_without_nvcc_is_skipped_cleanly(monkeypatch, tmp_path):
     assert not built and "no nvcc" in why and not (tmp_path / "lib.so").exists()
     monkeypatch.setenv(cuda_build.SKIP_ENV, "0")
     assert cuda_build.build(str(tmp_path / "lib.so"), str(tmp_path)) == (False, f"{cuda_build.SKIP_ENV}=0")
+
+
+def test_the_build_step_reports_a_missing_nvcc_and_succeeds(monkeypatch, tmp_path, capsys):
+    """What CMakeLists.txt runs: without nvcc it says why and exits 0, so the install goes on."""
+    monkeypatch.setenv("NVCC", str(tmp_path / "no-nvcc"))
+    assert cuda_build.main(["--output", str(tmp_path / "lib.so"), "--ffi-include", str(tmp_path)]) == 0
+    assert "not built (no nvcc found" in capsys.readouterr().out and not (tmp_path / "lib.so").exists()
+    assert cuda_build.main(["--depends"]) == 0
+    assert set(capsys.readouterr().out.split()) == set(cuda_build.depends())
+
+
+def test_cmake_builds_the_library_through_cuda_build_only():
+    """nvcc's discovery and flags live in cuda_build.py alone: CMakeLists.txt runs it, with no nvcc line of its own."""
+    cmake = (Path(cuda_build.__file__).resolve().parents[3] / "CMakeLists.txt").read_text(encoding="utf-8")
+    assert '"${gpu_dir}/cuda_build.py"' in cmake and "--output" in cmake
+    assert "gencode" not in cmake and "sm_90" not in cmake and "enable_language(CUDA" not in cmake
 
 
 def test_the_build_targets_a100_and_hopper_with_ptx_and_static_cudart():

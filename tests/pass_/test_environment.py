@@ -9,14 +9,18 @@ from pool3d_pass import environment
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 NAMED = re.compile(r"""["'](POOL3D_[A-Z_]+)["']""")
+# CMakeLists.txt reads the environment as $ENV{NAME}.
+NAMED_BY_CMAKE = re.compile(r"\$ENV\{(POOL3D_[A-Z_]+)\}")
 
 
 def test_every_variable_read_is_listed():
     sources = [*(REPOSITORY / "pool3d_pass").rglob("*.py"), *(REPOSITORY / "pool3d_pass").rglob("*.cc"),
                *(REPOSITORY / "pool3d_pass").rglob("*.h"), *(REPOSITORY / "pool3d_pass").rglob("*.cu"),
-               REPOSITORY / "setup.py"]
-    read = {name for path in sources for name in NAMED.findall(path.read_text(encoding="utf-8"))}
-    assert {"POOL3D_GPU_IMPL", "POOL3D_CPU_THREADS", "POOL3D_BUILD_CUDA"} <= read  # the scan sees Python, C++, the build
+               REPOSITORY / "CMakeLists.txt"]
+    read = {name for path in sources for pattern in (NAMED, NAMED_BY_CMAKE)
+            for name in pattern.findall(path.read_text(encoding="utf-8"))}
+    # the scan sees Python, C++ and the build (cuda_build.py, CMakeLists.txt)
+    assert {"POOL3D_GPU_IMPL", "POOL3D_CPU_THREADS", "POOL3D_BUILD_CUDA", "POOL3D_FFI_INCLUDE"} <= read
     assert read == set(environment.VARIABLES), read ^ set(environment.VARIABLES)
 
 

@@ -42,9 +42,11 @@ def module_names() -> dict[str, Path]:
 
 
 def extension_modules() -> set[str]:
-    """Compiled modules (the CPU kernels' `_kernel`, setup.py's Extension names): no source to read."""
-    setup = (PACKAGE.parent / "setup.py").read_text(encoding="utf-8")
-    return set(re.findall(r'Extension\(\s*"([\w.]+)"', setup))
+    """Compiled modules (the CPU kernels' `_kernel`: CMakeLists.txt's installed targets): no source to read."""
+    cmake = (PACKAGE.parent / "CMakeLists.txt").read_text(encoding="utf-8")
+    installed = re.findall(r"install\(TARGETS\s+(\w+)\s+LIBRARY\s+DESTINATION\s+([\w/]+)\)", cmake)
+    assert installed, "CMakeLists.txt installs no extension module"
+    return {f"{folder.replace('/', '.')}.{target}" for target, folder in installed}
 
 
 def imports_of(name: str, path: Path, modules: dict[str, Path]) -> set[str]:

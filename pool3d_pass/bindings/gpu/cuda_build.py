@@ -1,9 +1,12 @@
-"""Building the CUDA kernels' library (`_cuda_kernels.so`) with nvcc: the one build description.
+"""Building the CUDA kernels' library (`_cuda_kernels.so`) with nvcc: where nvcc is found and its command line.
 
-`setup.py` calls `build()` when the package is built (so `pip install`, `pip
-install -e .` and `make wheel` get the library wherever an nvcc is found),
-and the tests call it to read ptxas' report. Standard library only: setup.py
-loads this file before the package is importable.
+CMakeLists.txt runs this file when the package is built (so `pip install`,
+`pip install -e .` and `make wheel` get the library wherever an nvcc is
+found): `python cuda_build.py --output LIB --ffi-include DIR` builds the
+library, says why not where it cannot, and exits 0 either way;
+`python cuda_build.py --depends` lists the files it is built from. The tests
+call `build()` to read ptxas' report. Standard library only: it runs before
+the package is importable.
 
 Where nvcc comes from (`find_nvcc`, first found): `$NVCC`; `nvcc` on PATH;
 `$CUDA_HOME/bin/nvcc` (default /usr/local/cuda); the nvcc of an installed
@@ -114,3 +117,30 @@ def build(output: str, ffi_include_dir: str, nvcc: str | None = None) -> tuple[b
         return False, f"{nvcc} failed (exit {done.returncode}):\n{log}"
     os.replace(partial, output)
     return True, log
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The build's entry point (CMakeLists.txt): a missing or failing nvcc is reported, never an error."""
+    import argparse  # noqa: PLC0415
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--depends", action="store_true", help="print the files the library is built from")
+    parser.add_argument("--output", help="the library to build")
+    parser.add_argument("--ffi-include", help="the folder holding xla/ffi/api/ffi.h")
+    args = parser.parse_args(argv)
+    if args.depends:
+        print("\n".join(depends()))
+        return 0
+    if not (args.output and args.ffi_include):
+        parser.error("--output and --ffi-include are needed to build")
+    built, log = build(args.output, args.ffi_include)
+    if built:
+        print(f"pool3d_pass: built the CUDA kernels' library {args.output}\n{log}")
+    else:
+        print(f"pool3d_pass: the CUDA kernels' library is not built ({log.strip()}); "
+              "the gpu binding uses its Pallas kernels")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
