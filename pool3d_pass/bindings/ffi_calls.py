@@ -61,6 +61,14 @@ def pooled_shape(input_shape, attrs) -> tuple[int, ...]:
     return pool.pooled_shape(input_shape, at_least_one=True)
 
 
+def input_shape_of(kind: str, operands: tuple, attributes: dict) -> tuple[int, ...]:
+    """The forward input's shape: the `input` operand's, else the `input_shape=` the call takes."""
+    call = CALLS[kind]
+    if "input" in call.operands:
+        return tuple(operands[call.operands.index("input")].shape)
+    return tuple(int(n) for n in attributes["input_shape"])
+
+
 def contract_function(kind: str, implement: Callable, doc: str | None = None) -> Callable:
     """The public function of the contract's `kind` call, `max_pooling_3d_<kind>(*operands, **attributes)`.
 
@@ -110,10 +118,7 @@ def _ffi_implementation(register: Callable[[], None]) -> Callable:
         attrs = attributes(values["kernel_size"], values["stride"], values["padding"], values["data_format"],
                            values["output_format"])
         float_dtype = operands[0].dtype
-        if "input" in call.operands:
-            input_shape = tuple(operands[call.operands.index("input")].shape)
-        else:
-            input_shape = tuple(int(n) for n in values["input_shape"])
+        input_shape = input_shape_of(kind, operands, values)
         results = []
         for name in call.results:
             shape = input_shape if TENSOR_SHAPES[name] == INPUT else pooled_shape(input_shape, attrs)

@@ -12,10 +12,10 @@ output size or on what a valid configuration is.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from pool3d_pass.contract import LAYOUTS, MAX_WINDOW_ELEMENTS, SPATIAL_RANK, pooled_extent
+from pool3d_pass.contract import ATTRIBUTE_NAMES, LAYOUTS, MAX_WINDOW_ELEMENTS, SPATIAL_RANK, pooled_extent
 
 
 def split(shape: Sequence[int], layout: str) -> tuple[int, int, tuple[int, ...]]:
@@ -52,6 +52,11 @@ class PoolConfig:
             object.__setattr__(self, name, tuple(int(v) for v in getattr(self, name)))
         if self.output_format is None:
             object.__setattr__(self, "output_format", self.data_format)
+
+    @classmethod
+    def of(cls, keywords: Mapping) -> PoolConfig:
+        """The configuration among a call's keyword arguments (`input_shape=` and the like left out)."""
+        return cls(**{name: keywords[name] for name in ATTRIBUTE_NAMES})
 
     def attributes(self) -> dict:
         """The call's attributes by name, as `contract.custom_call.build_call` and the bindings' functions take them."""

@@ -17,6 +17,7 @@ def test_fields_are_int_tuples_and_output_format_defaults_to_data_format():
     assert pool.attributes() == {"kernel_size": (2, 3, 2), "stride": (2, 2, 1), "padding": (0, 1, 0),
                                  "data_format": "NDHWC", "output_format": "NDHWC"}
     assert PoolConfig(**pool.attributes()) == pool
+    assert PoolConfig.of({**pool.attributes(), "input_shape": (1, 2, 3, 4, 5)}) == pool
 
 
 @pytest.mark.parametrize("layout, shape, parts", [

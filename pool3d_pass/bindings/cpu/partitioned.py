@@ -125,9 +125,9 @@ def _implement(kind: str, operands: tuple, attributes: dict):
     cpu.register()
     if attributes["output_format"] != attributes["data_format"]:
         raise NotImplementedError("the partitionable CPU binding needs output_format == data_format")
-    keywords = {**attributes, **PoolConfig(**{k: v for k, v in attributes.items() if k != "input_shape"}).attributes()}
-    if "input_shape" in keywords:
-        keywords["input_shape"] = tuple(int(v) for v in keywords["input_shape"])
+    keywords = PoolConfig.of(attributes).attributes()
+    if "input_shape" in attributes:
+        keywords["input_shape"] = tuple(int(v) for v in attributes["input_shape"])
     kernel = getattr(cpu, f"max_pooling_3d_{kind}")
     return partitionable(kind, kernel, tuple(sorted(keywords.items())))(*operands)
 

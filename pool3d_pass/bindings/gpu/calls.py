@@ -49,8 +49,7 @@ import os
 import jax
 
 from pool3d_pass import environment
-from pool3d_pass.bindings.ffi_calls import contract_functions
-from pool3d_pass.contract import CALLS
+from pool3d_pass.bindings.ffi_calls import contract_functions, input_shape_of
 from pool3d_pass.contract.pool_config import PoolConfig, shaped, split
 
 logger = logging.getLogger("pool3d_pass")
@@ -143,9 +142,8 @@ def _lowering_device():
 # --- geometry -----------------------------------------------------------------
 
 
-def _geometry(input_shape, attributes: dict, kernels):
+def _geometry(input_shape, pool: PoolConfig, kernels):
     """The Pallas kernels' geometry of one call; a ValueError naming what is wrong."""
-    pool = PoolConfig(**attributes)
     reason = pool.invalid()
     if reason is not None:
         raise ValueError(f"gpu binding: {reason}")
@@ -165,12 +163,12 @@ def _output_shape(g) -> tuple[int, ...]:
     return shaped(g.batch, g.channels, g.out_spatial, g.output_format)
 
 
-def _plan(call: str, input_shape, attributes):
+def _plan(call: str, input_shape, pool: PoolConfig):
     """(kernel module, geometry), or (None, reason) where the reference must stand in."""
     kernels, reason = _kernels()
     if kernels is None:
         return None, reason
-    g = _geometry(input_shape, attributes, kernels)
+    g = _geometry(input_shape, pool, kernels)
     reason = kernels.launch_refusal(g)
     if reason is not None:
         return None, reason
@@ -271,9 +269,7 @@ def _implement(kind: str, operands: tuple, attributes: dict):
     cuda = _cuda_calls()
     if cuda is not None:
         return getattr(cuda, f"max_pooling_3d_{kind}")(*operands, **attributes)
-    call = CALLS[kind]
-    input_shape = operands[call.operands.index("input")].shape if "input" in call.operands else attributes["input_shape"]
-    kernels, g = _plan(kind, input_shape, {k: v for k, v in attributes.items() if k != "input_shape"})
+    kernels, g = _plan(kind, input_shape_of(kind, operands, attributes), PoolConfig.of(attributes))
     if kernels is None:
         return _reference(kind, g)(*operands, **attributes)
     return _PALLAS[kind](operands, g, kernels)

@@ -185,7 +185,7 @@ def unsupported(signature) -> str | None:
 def _backward(kind: str, operands: tuple, attributes: dict):
     """The contract's `backward` call, by nkilib's kernel (see the module docstring)."""
     grad_output, input, output = operands  # noqa: A001 - the contract's names; the kernel's is input_tensor
-    pool = PoolConfig(**attributes)
+    pool = PoolConfig.of(attributes)
     kernel = load_kernel()
     lnc = logical_nc_config()
     batch, channels, _ = split(input.shape, pool.data_format)
