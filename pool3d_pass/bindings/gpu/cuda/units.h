@@ -670,9 +670,14 @@ struct GatherUnit {
   template <int K, int S>
   POOL3D_HD static constexpr int Candidates() { return (K + S - 1) / S; }
 
+  // A tap target no int16 index equals: the candidate is not a real window.
+  static constexpr int32_t kNoTap = -(1 << 20);
+
   // Overlapping windows, NCDHW: a unit is V input elements w0 .. w0+V-1 of
   // one row (W % V == 0, V % sW == 0). Each lane's candidate windows along W
-  // and their taps are compile-time constants (w0 is a multiple of sW).
+  // and their taps are compile-time constants (w0 is a multiple of sW);
+  // candidates outside the tensor read a clamped, real window and compare
+  // against kNoTap, so the unit has no branch.
   POOL3D_HD static void RunOverlapNcdhw(const Launch<int32_t>& g,
                                         const Operands<M>& p, U u) {
     constexpr int NCD = Candidates<W::kD, W::sD>(), NCH = Candidates<W::kH, W::sH>(),
@@ -684,33 +689,41 @@ struct GatherUnit {
     Decode<U, 3>(g.div, u, c);
     const int32_t w0 = int32_t(c[0]) * V, h = int32_t(c[1]), d = int32_t(c[2]),
                   plane = int32_t(c[3]);
-    const int32_t ob = w0 / W::sW;  // a compile-time divisor: a shift or a multiply
+    const int32_t ob = w0 / W::sW;  // a compile-time divisor: a shift
     const int32_t qd = d + W::pD, qh = h + W::pH;
     const int32_t od_hi = qd / W::sD, oh_hi = qh / W::sH;
+    const int16_t* ip = p.idx_in + plane * (g.Do * g.Ho * g.Wo);
+    const M* gp = p.go + plane * (g.Do * g.Ho * g.Wo);
+    // The unit's windows along W, clamped into [0, Wo), and whether real.
+    int32_t wcol[kNW];
+    bool wreal[kNW];
+#pragma unroll
+    for (int t = 0; t < kNW; ++t) {
+      const int32_t ow = ob + kLo + t;
+      wreal[t] = ow >= 0 && ow < g.Wo;
+      wcol[t] = ow < 0 ? 0 : ow >= g.Wo ? g.Wo - 1 : ow;
+    }
     float acc[V];
 #pragma unroll
     for (int j = 0; j < V; ++j) acc[j] = 0.0f;
-    const int16_t* ip = p.idx_in + plane * (g.Do * g.Ho * g.Wo);
-    const M* gp = p.go + plane * (g.Do * g.Ho * g.Wo);
-    const bool w_inside = ob + kLo >= 0 && ob + kLo + kNW <= g.Wo;
 #pragma unroll
     for (int cd = 0; cd < NCD; ++cd) {
       const int32_t od = od_hi - (NCD - 1) + cd, td = qd - od * W::sD;
-      if (od < 0 || od >= g.Do || td >= W::kD) continue;
+      const bool dreal = od >= 0 && od < g.Do && td < W::kD;
+      const int32_t odc = od < 0 ? 0 : od >= g.Do ? g.Do - 1 : od;
 #pragma unroll
       for (int chh = 0; chh < NCH; ++chh) {
         const int32_t oh = oh_hi - (NCH - 1) + chh, th = qh - oh * W::sH;
-        if (oh < 0 || oh >= g.Ho || th >= W::kH) continue;
-        const int32_t row = (od * g.Ho + oh) * g.Wo + ob + kLo;
-        const int32_t row_tap = (td * W::kH + th) * W::kW;
+        const bool real = dreal && oh >= 0 && oh < g.Ho && th < W::kH;
+        const int32_t ohc = oh < 0 ? 0 : oh >= g.Ho ? g.Ho - 1 : oh;
+        const int32_t row = (odc * g.Ho + ohc) * g.Wo;
+        const int32_t row_tap = real ? (td * W::kH + th) * W::kW : kNoTap;
         int32_t wi[kNW];
         float wg[kNW];
 #pragma unroll
         for (int t = 0; t < kNW; ++t) {
-          const int32_t ow = ob + kLo + t;
-          const bool ok = w_inside || (ow >= 0 && ow < g.Wo);
-          wi[t] = ok ? int32_t(ip[row + t]) : -1;
-          wg[t] = ok ? T::ToF32(gp[row + t]) : 0.0f;
+          wi[t] = int32_t(ip[row + wcol[t]]);
+          wg[t] = T::ToF32(gp[row + wcol[t]]);
         }
 #pragma unroll
         for (int j = 0; j < V; ++j)
@@ -719,7 +732,10 @@ struct GatherUnit {
             // lane j's candidate cw: window ob + (j + pW) / sW - (NCW-1) + cw
             const int t = (j + W::pW) / W::sW - (NCW - 1) + cw - kLo;
             const int tw = (j + W::pW) - ((j + W::pW) / W::sW - (NCW - 1) + cw) * W::sW;
-            if (tw < W::kW && wi[t] == row_tap + tw) acc[j] += wg[t];
+            if (tw < W::kW) {  // a compile-time condition
+              const bool hit = wreal[t] && wi[t] == row_tap + tw;
+              acc[j] += hit ? wg[t] : 0.0f;
+            }
           }
       }
     }
@@ -730,7 +746,8 @@ struct GatherUnit {
   }
 
   // Overlapping windows, NDHWC: a unit is V channels of one input position;
-  // each candidate window's V indices and gradients are one load each.
+  // each candidate window's V indices and gradients are one load each
+  // (clamped into the tensor, compared against kNoTap where not real).
   POOL3D_HD static void RunOverlapNdhwc(const Launch<int32_t>& g,
                                         const Operands<M>& p, U u) {
     constexpr int NCD = Candidates<W::kD, W::sD>(), NCH = Candidates<W::kH, W::sH>(),
@@ -748,24 +765,27 @@ struct GatherUnit {
 #pragma unroll
     for (int cd = 0; cd < NCD; ++cd) {
       const int32_t od = od_hi - (NCD - 1) + cd, td = qd - od * W::sD;
-      if (od < 0 || od >= g.Do || td >= W::kD) continue;
+      const bool dreal = od >= 0 && od < g.Do && td < W::kD;
+      const int32_t odc = od < 0 ? 0 : od >= g.Do ? g.Do - 1 : od;
 #pragma unroll
       for (int chh = 0; chh < NCH; ++chh) {
         const int32_t oh = oh_hi - (NCH - 1) + chh, th = qh - oh * W::sH;
-        if (oh < 0 || oh >= g.Ho || th >= W::kH) continue;
+        const bool hreal = dreal && oh >= 0 && oh < g.Ho && th < W::kH;
+        const int32_t ohc = oh < 0 ? 0 : oh >= g.Ho ? g.Ho - 1 : oh;
 #pragma unroll
         for (int cw = 0; cw < NCW; ++cw) {
           const int32_t ow = ow_hi - (NCW - 1) + cw, tw = qw - ow * W::sW;
-          if (ow < 0 || ow >= g.Wo || tw >= W::kW) continue;
-          const int32_t at = base + ((od * g.Ho + oh) * g.Wo + ow) * g.C;
-          const int32_t t = (td * W::kH + th) * W::kW + tw;
+          const bool real = hreal && ow >= 0 && ow < g.Wo && tw < W::kW;
+          const int32_t owc = ow < 0 ? 0 : ow >= g.Wo ? g.Wo - 1 : ow;
+          const int32_t at = base + ((odc * g.Ho + ohc) * g.Wo + owc) * g.C;
+          const int32_t t = real ? (td * W::kH + th) * W::kW + tw : kNoTap;
           int16_t wi[V];
           M wg[V];
           LoadVec<int16_t, V>(p.idx_in + at, wi);
           LoadVec<M, V>(p.go + at, wg);
 #pragma unroll
           for (int j = 0; j < V; ++j)
-            if (int32_t(wi[j]) == t) acc[j] += T::ToF32(wg[j]);
+            acc[j] += int32_t(wi[j]) == t ? T::ToF32(wg[j]) : 0.0f;
         }
       }
     }
