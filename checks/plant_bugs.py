@@ -33,6 +33,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from pool3d_pass.environment import KERNEL_LIBRARY
+
 ROOT = Path(__file__).resolve().parents[1]
 CPU_SOURCES = "pool3d_pass/bindings/cpu/"
 SCIKIT_BUILD_SKIP = "SKBUILD_EDITABLE_SKIP"  # scikit-build-core's editable finder stands aside for these paths
@@ -149,9 +151,9 @@ def environment(tree: Path, kernel_library: Path | None = None) -> dict[str, str
     finders = [str(finder.path) for finder in sys.meta_path
                if type(finder).__name__ == "ScikitBuildRedirectingFinder" and getattr(finder, "path", None)]
     env[SCIKIT_BUILD_SKIP] = os.pathsep.join(filter(None, [env.get(SCIKIT_BUILD_SKIP, ""), *finders]))
-    env.pop("POOL3D_KERNEL_LIBRARY", None)
+    env.pop(KERNEL_LIBRARY, None)
     if kernel_library is not None:
-        env["POOL3D_KERNEL_LIBRARY"] = str(kernel_library)
+        env[KERNEL_LIBRARY] = str(kernel_library)
     return env
 
 
