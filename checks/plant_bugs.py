@@ -46,7 +46,9 @@ class Plant:
     path: str  # relative to the repository root
     find: str  # exact text; must occur in `path` exactly once
     replace: str
-    tests: tuple[str, ...]  # pytest node ids or files, relative to the root, expected to fail
+    # pytest node ids or files, relative to the root, expected to fail. Name tests without
+    # drawn examples where one catches the plant: Hypothesis shrinks a failure for minutes.
+    tests: tuple[str, ...]
     bug: str  # what the plant breaks, in words
 
     @property
@@ -78,7 +80,7 @@ PLANTS = (
         path="pool3d_pass/bindings/reference/calls.py",
         find="            & (indices == NO_SELECTION)\n",
         replace="",
-        tests=("tests/pass_/test_bindings.py",),
+        tests=("tests/pass_/test_bindings.py::test_reference_binding_is_spliced_and_matches_the_original",),
         bug="the pure-JAX reference binding gives a tied window's gradient to its last maximal tap",
     ),
     Plant(
@@ -86,7 +88,7 @@ PLANTS = (
         path="pool3d_pass/bindings/gpu/kernels.py",
         find="            take = real & (v == y) & (index < 0)\n",
         replace="            take = real & (v == y)\n",
-        tests=("tests/kernels/test_gpu_kernels.py::test_every_call_matches_the_references",),
+        tests=("tests/kernels/test_gpu_kernels.py::test_mixed_layouts",),
         bug="the Pallas window kernel's recompute selection takes the last tap equal to y",
     ),
 )
@@ -182,11 +184,13 @@ def build_cpu_kernels(tree: Path) -> Path:
 
 
 def run_tests(tree: Path, env: dict[str, str], tests) -> tuple[int, str]:
-    """pytest's exit status on `tests` in `tree` (stopping at the first failure), and its last line."""
-    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests],
+    """pytest's exit status on `tests` in `tree` (stopping at the first failure), and its outcome in a line."""
+    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-rf", "-p", "no:cacheprovider", *tests],
                             cwd=tree, env=env, capture_output=True, text=True)
     lines = [line for line in result.stdout.splitlines() if line.strip()]
-    return result.returncode, (lines[-1] if lines else result.stderr.strip()[-200:])
+    failed = [line.split(" - ")[0] for line in lines if line.startswith("FAILED ")]
+    last = lines[-1].strip("= ") if lines else result.stderr.strip()[-200:]
+    return result.returncode, " ".join([*failed[:1], f"({last})" if failed else last])
 
 
 def check_plant(plant: Plant, root: Path) -> tuple[str, str]:
