@@ -1,5 +1,5 @@
 """Shared pytest configuration for tests/ (grouped by area: pass_/, kernels/, integration/,
-numerics/, cli/, bench/; helper modules in support/, inputs in fixtures/).
+numerics/, cli/, bench/, checks/; helper modules in support/, inputs in fixtures/).
 
 * Puts ``support/`` on ``sys.path`` so test modules can ``from xla_runner import
   run_stablehlo``, ``from contract_numpy import ...`` and ``from corpus import

@@ -147,6 +147,9 @@ def make_input(kind, shape, dtype, seed=0):
         v = np.maximum(rs.randn(*shape), 0.0)
     elif kind == "const":
         v = np.full(shape, 1.25)
+    elif kind == "signed_zeros":  # +0 and -0 side by side, often the maximum
+        v = np.minimum(rs.randint(-2, 3, size=shape), 0).astype(np.float64)
+        v[rs.rand(*shape) < 0.5] = -0.0
     else:
         raise ValueError(kind)
     return jnp.asarray(v.astype(np.float32)).astype(dtype)
@@ -156,7 +159,7 @@ def _shape(layout, B, C, D, H, W):
     return (B, C, D, H, W) if layout == "NCDHW" else (B, D, H, W, C)
 
 
-KINDS = ("randn", "ints", "relu", "const")
+KINDS = ("randn", "ints", "relu", "const", "signed_zeros")
 
 # (B, C, D, H, W), kernel, stride, padding
 NON_OVERLAP = [
@@ -214,7 +217,7 @@ def test_f32_overlapping_matches_xla(layout, case):
 )
 def test_half_types_against_float64_contract(dtype, layout, case):
     shape, k, s, p = case
-    for kind in ("randn", "ints", "relu"):
+    for kind in ("randn", "ints", "relu", "signed_zeros"):
         x = make_input(kind, _shape(layout, *shape), DTYPES[dtype])
         y, g, xla = xla_forward_and_grad(x, 3, layout, k, s, p)
         out = kernel_all_thread_counts(g, x, y, k, s, p, layout)
@@ -236,19 +239,21 @@ def test_half_types_against_float64_contract(dtype, layout, case):
 @pytest.mark.parametrize("dtype", ["f32", "bf16"])
 def test_output_format_may_differ_from_data_format(data_format, output_format, case, dtype):
     shape, k, s, p = case
-    x = make_input("ints", _shape(data_format, *shape), DTYPES[dtype])
-    y, g, ref = xla_forward_and_grad(x, 4, data_format, k, s, p)
     perm = (0, 2, 3, 4, 1) if output_format == "NDHWC" else (0, 4, 1, 2, 3)
-    y_t, g_t = jnp.transpose(y, perm), jnp.transpose(g, perm)
-    out = kernel_all_thread_counts(g_t, x, y_t, k, s, p, data_format, output_format)
-    np.testing.assert_allclose(
-        np.asarray(out.astype(jnp.float32)),
-        contract_reference(g_t, x, y_t, k, s, p, data_format, output_format),
-        rtol=max(HALF_ULP[dtype] * 2, 1e-6),
-        atol=1e-30,
-    )
-    if dtype == "f32":  # XLA accumulates bf16 in bf16: compare with the exact sum only
-        np.testing.assert_allclose(np.asarray(out), np.asarray(ref), rtol=1e-6, atol=1e-6)
+    for kind in ("ints", "signed_zeros"):
+        x = make_input(kind, _shape(data_format, *shape), DTYPES[dtype])
+        y, g, ref = xla_forward_and_grad(x, 4, data_format, k, s, p)
+        y_t, g_t = jnp.transpose(y, perm), jnp.transpose(g, perm)
+        out = kernel_all_thread_counts(g_t, x, y_t, k, s, p, data_format, output_format)
+        np.testing.assert_allclose(
+            np.asarray(out.astype(jnp.float32)),
+            contract_reference(g_t, x, y_t, k, s, p, data_format, output_format),
+            rtol=max(HALF_ULP[dtype] * 2, 1e-6),
+            atol=1e-30,
+            err_msg=kind,
+        )
+        if dtype == "f32":  # XLA accumulates bf16 in bf16: compare with the exact sum only
+            np.testing.assert_allclose(np.asarray(out), np.asarray(ref), rtol=1e-6, atol=1e-6, err_msg=kind)
 
 
 def test_first_max_in_row_major_order_gets_the_gradient():

@@ -292,16 +292,24 @@ def test_layer_calls_follow_the_contract_and_xla(layout, dtype):
 @pytest.mark.parametrize("data_format,output_format", [("NCDHW", "NDHWC"), ("NDHWC", "NCDHW")])
 @pytest.mark.parametrize("dtype", ["f32", "bf16"])
 def test_output_format_may_differ_from_data_format(data_format, output_format, dtype):
+    # The mixed layouts take their own kernels (generic.cc): every input kind, +0/-0 ties
+    # ("zeros") included, against the contract and against the same-layout kernels.
     perm = (0, 2, 3, 4, 1) if output_format == "NDHWC" else (0, 4, 1, 2, 3)
     for shape, k, s, p in (GEOMETRIES[1], GEOMETRIES[2]):
-        for kind in ("ints", "nan"):
+        for kind in KINDS:
             x = to_layout(cast(make_x(kind, shape), DTYPES[dtype]), data_format)
             y, idx, g, dx = run_all(x, 2, k, s, p, data_format)
             y2, idx2, g2, dx2 = run_all(x, 2, k, s, p, data_format, output_format)
-            np.testing.assert_array_equal(bits(y2), bits(np.transpose(y, perm)))
-            np.testing.assert_array_equal(idx2, np.transpose(idx, perm))
+            y_spec, idx_spec = spec_forward(from_layout(x, data_format), k, s, p)
+            np.testing.assert_array_equal(bits(from_layout(y2, output_format)), bits(y_spec), err_msg=kind)
+            np.testing.assert_array_equal(from_layout(idx2, output_format), idx_spec, err_msg=kind)
+            np.testing.assert_array_equal(bits(y2), bits(np.transpose(y, perm)), err_msg=kind)
+            np.testing.assert_array_equal(idx2, np.transpose(idx, perm), err_msg=kind)
             back = _from_indices_call(tuple(k), tuple(s), tuple(p), data_format, output_format, tuple(x.shape))
-            np.testing.assert_array_equal(bits(back(np.transpose(g, perm), idx2)), bits(dx))
+            np.testing.assert_array_equal(bits(back(np.transpose(g, perm), idx2)), bits(dx), err_msg=kind)
+            y_only = cpu.max_pooling_3d_forward_output(x, kernel_size=k, stride=s, padding=p, data_format=data_format,
+                                                       output_format=output_format)
+            np.testing.assert_array_equal(bits(np.asarray(y_only)), bits(y2), err_msg=f"{kind}: forward_output")
 
 
 def test_signed_zeros_and_all_neg_inf_windows():

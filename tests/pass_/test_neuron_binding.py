@@ -2,24 +2,33 @@
 
 `tests/support/neuron_sdk_standin/` has the documented Python shape of `nki`
 and `nkilib` (README there) and lowers a kernel launch to the custom call
-`AwsNeuronCustomNativeKernel`, recording the launch's LNC and argument names in
-its backend_config. These tests prove the glue: what the binding imports, how
-it launches the kernel, which calls reach the module, what it refuses and how
-it fails without the SDK. They do not run the kernel and say nothing of its
-results (tests/numerics/test_neuron_transcription.py and `make neuron-check` do).
+`AwsNeuronCustomNativeKernel`, recording the launch's LNC, argument names and
+attribute values in its backend_config; launched eagerly, it runs the kernel's
+algorithm (the numpy transcription of its source) on the tensors it is given.
+These tests prove the glue: what the binding imports, how it launches the
+kernel (which tensor goes where, with which attributes, by value against the
+contract's reference), which calls reach the module, what it refuses and how it
+fails without the SDK. What the kernel's algorithm computes over drawn inputs
+is tests/numerics/test_neuron_transcription.py's; what the engines compute is
+`make neuron-check`'s.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import os
+import re
 import subprocess
 import sys
 
 import jax
 import jax.numpy as jnp
+import ml_dtypes
+import numpy as np
 import pytest
+from contract_numpy import max_pool_grad_reference, output_shape
 from corpus import ENTRIES, EXAMPLE, ROOT, SUPPORT, fixture_text
 
 import pool3d_pass
@@ -91,7 +100,34 @@ def assert_launched_as_documented(configs: list[dict], lnc: int) -> None:
         assert config["kernel"] == "nkilib.experimental.pooling.max_pooling_3d_backward.max_pooling_3d_backward"
         assert config["lnc"] == lnc
         assert config["keywords"] == KERNEL_PARAMETERS and config["positional"] == []
+        assert config["tensors"] == ["grad_output", "input_tensor", "output_tensor"]
         assert os.path.isabs(config["artifact"])
+
+
+def recorded_attributes(kernel_size, stride, padding, data_format, output_format=None) -> dict:
+    """A launch's attributes as the stand-in records them (JSON: lists for tuples)."""
+    return {"kernel_size": list(kernel_size), "stride": list(stride), "padding": list(padding),
+            "data_format": data_format, "output_format": output_format or data_format}
+
+
+_BACKWARD_CALL = re.compile(r"@pool3d\.max_pooling_3d_backward\(.*?backend_config = \{(.*?)\}")
+_VECTOR = re.compile(r"(kernel_size|stride|padding) = dense<(\[[^\]]*\]|\d+)> : tensor<3xi64>")
+_LAYOUT = re.compile(r'(data_format|output_format) = "(\w+)"')
+
+
+def _dense(value: str) -> list[int]:
+    """An i64 vector attribute's values; a splat (`dense<2>`) holds one value for the 3 axes."""
+    return [int(v) for v in value.strip("[]").split(",")] if value.startswith("[") else [int(value)] * 3
+
+
+def neutral_call_attributes(text: str) -> list[dict]:
+    """The attributes of every neutral backward call in printed IR, in order, as the stand-in records them."""
+    calls = []
+    for body in _BACKWARD_CALL.findall(text):
+        attributes = {name: _dense(value) for name, value in _VECTOR.findall(body)}
+        attributes.update(_LAYOUT.findall(body))
+        calls.append(attributes)
+    return calls
 
 
 # --- the launch -------------------------------------------------------------------------------
@@ -107,7 +143,11 @@ def test_the_kernel_is_launched_with_the_configured_lnc_and_its_parameter_names(
     assert report.rewritten == 1 and report.strategy == "recompute"
     assert "select_and_scatter" not in text and text.count(NKI_CALL) == 1
     # Unset, the stand-in (like nki.jit) would launch with 1: LNC 2 here is the binding's kernel[2].
-    assert_launched_as_documented(launches_in(text, standin), lnc)
+    (launch,) = launches_in(text, standin)
+    assert_launched_as_documented([launch], lnc)
+    assert launch["attributes"] == recorded_attributes((3, 3, 3), (2, 2, 2), (1, 1, 1), "NCDHW")
+    assert launch["shapes"] == {"grad_output": [2, 3, 4, 4, 4], "input_tensor": [2, 3, 8, 8, 8],
+                                "output_tensor": [2, 3, 4, 4, 4]}
 
 
 def test_a_bad_lnc_fails_with_one_line(standin, monkeypatch):
@@ -166,11 +206,71 @@ def test_input_after_the_last_window_is_trimmed_before_the_kernel(standin):
     assert "stablehlo.pad" in text and "-> tensor<2x3x7x8x8xf32>" in text
 
 
-def test_the_kernel_is_never_wrapped_in_nki_jit_again(standin):
+def test_the_kernel_is_never_wrapped_in_nki_jit_again(standin, monkeypatch):
+    # What the binding once did: nki.jit(kernel), which the SDK refuses. The binding must launch
+    # the module's decorated kernel object itself, and call nki.jit on nothing.
     kernel = importlib.import_module(neuron.KERNEL_MODULE).max_pooling_3d_backward
-    with pytest.raises(TypeError, match="already an nki.jit kernel"):
-        standin.jit(kernel)  # what the binding once did
-    assert neuron.sdk.load_kernel() is kernel  # the binding takes the decorated kernel as it is
+    wrapped, launched = [], []
+    monkeypatch.setattr(standin, "jit", lambda *args, **options: wrapped.append(args))
+    grid = standin.Kernel.__getitem__
+    monkeypatch.setattr(standin.Kernel, "__getitem__", lambda self, lnc: launched.append(self) or grid(self, lnc))
+    function = registry.binding_for("neuron").function()
+    args = [jax.ShapeDtypeStruct(shape, jnp.float32) for shape in ((2, 3, 4, 4, 4), (2, 3, 8, 8, 8), (2, 3, 4, 4, 4))]
+
+    def backward(g, x, y):
+        return function(g, x, y, kernel_size=(2, 2, 2), stride=(2, 2, 2), padding=(0, 0, 0), data_format="NCDHW")
+
+    text = jax.jit(backward).trace(*args).lower(lowering_platforms=("neuron",)).as_text()
+    assert wrapped == [] and len(launched) == 1 and launched[0] is kernel
+    assert_launched_as_documented(launches_in(text, standin), neuron.DEFAULT_LNC)
+
+
+# --- the launch by value: the stand-in runs the kernel's algorithm on what the binding hands it ---
+
+# (layout of x, layout of g and y, dtype, kernel_size, stride, padding, x's shape in NCDHW)
+BY_VALUE = {
+    "ncdhw_k3s2_p1_f32": ("NCDHW", "NCDHW", np.float32, (3, 3, 3), (2, 2, 2), (1, 1, 1), (2, 3, 7, 6, 5)),
+    "ndhwc_k2s2_trimmed_bf16": ("NDHWC", "NDHWC", ml_dtypes.bfloat16, (2, 2, 2), (2, 2, 2), (0, 0, 0), (1, 4, 7, 6, 5)),
+    "ncdhw_k2s1_overlap_f16": ("NCDHW", "NCDHW", np.float16, (2, 2, 2), (1, 1, 1), (0, 0, 0), (2, 2, 4, 5, 3)),
+    "ncdhw_to_ndhwc_k123_s122_p011_f32":
+        ("NCDHW", "NDHWC", np.float32, (1, 2, 3), (1, 2, 2), (0, 1, 1), (1, 3, 3, 6, 7)),
+}
+
+
+def in_layout(ncdhw: np.ndarray, layout: str) -> np.ndarray:
+    return np.moveaxis(ncdhw, 1, -1) if layout == "NDHWC" else ncdhw
+
+
+def by_value_problem(name: str):
+    """(g, x, y) in their layouts and dtype, the binding's keywords, and the contract's gradient.
+
+    x holds ties; y is its pooled maxima; g has y's shape and dtype but values no
+    x holds, so g can never stand in for y; small integers keep every sum exact.
+    """
+    layout, out_layout, dtype, kernel, stride, padding, shape = BY_VALUE[name]
+    rng = np.random.default_rng(sorted(BY_VALUE).index(name))
+    window, strides, pads = (1, 1, *kernel), (1, 1, *stride), ((0, 0), (0, 0), *((p, p) for p in padding))
+    x = rng.integers(-3, 4, shape).astype(np.float64)
+    g = rng.choice([-9.0, -7.0, -5.0, 5.0, 7.0, 9.0], output_shape(shape, window, strides, pads))
+    reference = max_pool_grad_reference(x, g, window, strides, pads)
+    g, x, y = (in_layout(a, at).astype(dtype) for a, at in ((g, out_layout), (x, layout), (reference.y, out_layout)))
+    keywords = dict(kernel_size=kernel, stride=stride, padding=padding, data_format=layout, output_format=out_layout)
+    return (g, x, y), keywords, in_layout(reference.grad, layout)
+
+
+@pytest.mark.parametrize("name", sorted(BY_VALUE))
+def test_the_binding_hands_the_kernel_each_tensor_and_attribute_in_its_place(standin, name):
+    (g, x, y), keywords, expected = by_value_problem(name)
+    assert g.shape == y.shape and g.dtype == y.dtype and not np.array_equal(g, y)
+    function = registry.binding_for("neuron").function()
+    grad = np.asarray(function(jnp.asarray(g), jnp.asarray(x), jnp.asarray(y), **keywords))  # eager: the launch runs
+    assert grad.dtype == x.dtype and grad.shape == x.shape
+    np.testing.assert_array_equal(grad.astype(np.float64), expected)
+    # The same call lowered: what the launch records is what computed the values above.
+    lowered = jax.jit(functools.partial(function, **keywords)).trace(g, x, y).lower(lowering_platforms=("neuron",))
+    (launch,) = launches_in(lowered.as_text(), standin)
+    assert launch["attributes"] == recorded_attributes(**keywords)
+    assert launch["shapes"]["grad_output"] == list(g.shape) == launch["shapes"]["output_tensor"]
 
 
 # --- pool3d-opt on the fixtures and the bench's programs ---------------------------------------
@@ -211,6 +311,9 @@ def test_pool3d_opt_turns_every_bench_and_fixture_gradient_into_one_nki_call_wit
         neutral, _ = pool3d_pass.rewrite_text(before, strategy="recompute")
         assert after.count(NKI_CALL) == neutral.count("@pool3d.max_pooling_3d_backward("), number
         assert after.count("select_and_scatter") == neutral.count("select_and_scatter"), number
+        # Each launch with its gradient's attributes, as the neutral call carries them.
+        launched = [launch["attributes"] for launch in launches_in(after, standin)]
+        assert launched == neutral_call_attributes(neutral), number
     # Each bench program holds one gradient: one NKI call, no select_and_scatter left.
     assert all(chunk.count(NKI_CALL) == 1 and "select_and_scatter" not in chunk for chunk in rewritten[: len(bench)])
     fixture_calls = sum(chunk.count(NKI_CALL) for chunk in rewritten[len(bench) :])

@@ -1,8 +1,12 @@
-"""STAND-IN for the Neuron SDK's `nki` (tests only; see ../README.md). No kernel runs here.
+"""STAND-IN for the Neuron SDK's `nki` (tests only; see ../README.md). No NKI kernel runs here.
 
 `jit` makes a `Kernel`; `Kernel[lnc]` sets the logical NeuronCore degree;
 calling it under a JAX trace lowers to `stablehlo.custom_call
-@AwsNeuronCustomNativeKernel` with this stand-in's backend_config.
+@AwsNeuronCustomNativeKernel` with this stand-in's backend_config. Called
+eagerly (concrete arrays), the launch runs: the kernel's function gets the
+tensors as numpy arrays and the attributes as the backend_config records
+them, so what the launch records is what computes the result, and tests can
+hold the values that come back against the contract's.
 """
 
 from __future__ import annotations
@@ -66,7 +70,8 @@ class Kernel:
         config["artifact"] = _write_artifact(config)
         encoded = base64.b64encode(json.dumps(config, sort_keys=True).encode()).decode()
         operands = [bound.arguments[name] for name in tensors]
-        return _call_p.bind(*operands, config=encoded, shape=tuple(result.shape), dtype=np.dtype(result.dtype))
+        return _call_p.bind(*operands, config=encoded, shape=tuple(result.shape), dtype=np.dtype(result.dtype),
+                            function=self.function)
 
 
 def jit(function=None, **options):
@@ -123,11 +128,23 @@ _call_p = Primitive("nki_standin_kernel_call")
 
 
 @_call_p.def_abstract_eval
-def _abstract_eval(*operands, config, shape, dtype):
+def _abstract_eval(*operands, config, shape, dtype, function):
     return jax.core.ShapedArray(shape, dtype)
 
 
-def _lowering(ctx, *operands, config, shape, dtype):
+@_call_p.def_impl
+def _run(*operands, config, shape, dtype, function):
+    """An eager launch: the function on the operands' values, with the attributes the config records."""
+    recorded = decode_backend_config(config)
+    arguments = dict(zip(recorded["tensors"], (np.asarray(operand) for operand in operands)))
+    arguments.update(recorded["attributes"])
+    result = np.asarray(function(**arguments))
+    if result.shape != tuple(shape) or result.dtype != np.dtype(dtype):
+        raise ValueError(f"the kernel returned {result.dtype}{list(result.shape)}, its trace said {dtype}{list(shape)}")
+    return jax.numpy.asarray(result)
+
+
+def _lowering(ctx, *operands, config, shape, dtype, function):
     (aval,) = ctx.avals_out
     op = ir.Operation.create(
         "stablehlo.custom_call",

@@ -1,0 +1,258 @@
+"""Plant known bugs one at a time and check that the tests named for each catch it.
+
+A test suite is only as good as the bugs it fails on. Each entry of PLANTS is a
+bug once planted by hand that a test must catch: a file, an exact text that
+occurs in it once, what replaces it, and the tests expected to fail. For each
+plant, the working tree (what git tracks, what it does not ignore, and the
+compiled extensions beside the sources) is copied to a temporary folder, the
+text is replaced there, a plant in the CPU kernels' C++ rebuilds their
+extension there (CMakePresets.json's `cpu` preset, loaded through
+POOL3D_KERNEL_LIBRARY: several minutes each on 2 cores), and the named tests
+run there with this Python. Caught: they fail. Survived: they pass. First the
+same tests run on an unplanted copy and must pass, or a failure would prove
+nothing.
+
+    python -m checks.plant_bugs                 # every plant
+    python -m checks.plant_bugs --list          # the table
+    python -m checks.plant_bugs NAME [NAME...]  # some plants, by name
+
+Exit status: 0 every plant caught; 1 some plant survived; 2 the check could
+not run (a text not found exactly once, the unplanted tests failing, a build
+failing, the copy not imported). tests/checks/test_plant_bugs.py keeps the
+table in step with the tree.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from pool3d_pass.environment import KERNEL_LIBRARY
+
+ROOT = Path(__file__).resolve().parents[1]
+CPU_SOURCES = "pool3d_pass/bindings/cpu/"
+SCIKIT_BUILD_SKIP = "SKBUILD_EDITABLE_SKIP"  # scikit-build-core's editable finder stands aside for these paths
+
+
+@dataclasses.dataclass(frozen=True)
+class Plant:
+    name: str
+    path: str  # relative to the repository root
+    find: str  # exact text; must occur in `path` exactly once
+    replace: str
+    # pytest node ids or files, relative to the root, expected to fail. Name tests without
+    # drawn examples where one catches the plant: Hypothesis shrinks a failure for minutes.
+    tests: tuple[str, ...]
+    bug: str  # what the plant breaks, in words
+
+    @property
+    def rebuild(self) -> bool:
+        """A change to the CPU kernels' C++: their extension is rebuilt in the copy."""
+        return self.path.startswith(CPU_SOURCES) and self.path.endswith((".cc", ".h"))
+
+
+PLANTS = (
+    Plant(
+        name="nki-launch-swaps-grad-output-and-output",
+        path="pool3d_pass/bindings/neuron/__init__.py",
+        find="        grad_output=grad_output,\n        input_tensor=trimmed,\n        output_tensor=output,\n",
+        replace="        grad_output=output,\n        input_tensor=trimmed,\n        output_tensor=grad_output,\n",
+        tests=("tests/pass_/test_neuron_binding.py::test_the_binding_hands_the_kernel_each_tensor_and_attribute_in_its_place",),
+        bug="the NKI kernel gets the forward output as grad_output and the gradient as output_tensor "
+            "(same shape and dtype)",
+    ),
+    Plant(
+        name="cpu-maximum-drops-plus-zero-over-minus-zero",
+        path="pool3d_pass/bindings/cpu/kernels/common/window_scan.h",
+        find="  *m = best_key == 0 && plus_zero ? M(0) : best;\n",
+        replace="  *m = best;\n",
+        tests=("tests/kernels/test_cpu_kernel_layer.py::test_output_format_may_differ_from_data_format",),
+        bug="the generic CPU kernels (mixed layouts) return a window's first zero, -0 before +0, as its maximum",
+    ),
+    Plant(
+        name="reference-selects-the-last-tap-equal-to-the-maximum",
+        path="pool3d_pass/bindings/reference/calls.py",
+        find="            & (indices == NO_SELECTION)\n",
+        replace="",
+        tests=("tests/pass_/test_bindings.py::test_reference_binding_is_spliced_and_matches_the_original",),
+        bug="the pure-JAX reference binding gives a tied window's gradient to its last maximal tap",
+    ),
+    Plant(
+        name="pallas-recompute-selects-the-last-tap-equal-to-y",
+        path="pool3d_pass/bindings/gpu/kernels.py",
+        find="            take = real & (v == y) & (index < 0)\n",
+        replace="            take = real & (v == y)\n",
+        tests=("tests/kernels/test_gpu_kernels.py::test_mixed_layouts",),
+        bug="the Pallas window kernel's recompute selection takes the last tap equal to y",
+    ),
+)
+
+
+class CheckError(Exception):
+    """The check itself could not run (one line)."""
+
+
+def problems(root: Path = ROOT, plants=PLANTS) -> list[str]:
+    """What keeps the table from applying to the tree at `root` (empty: nothing)."""
+    found, names = [], set()
+    for plant in plants:
+        if plant.name in names:
+            found.append(f"{plant.name}: the name is used twice")
+        names.add(plant.name)
+        source = root / plant.path
+        if not source.is_file():
+            found.append(f"{plant.name}: {plant.path} does not exist")
+            continue
+        count = source.read_text().count(plant.find)
+        if count != 1:
+            found.append(f"{plant.name}: its text occurs {count} times in {plant.path}, not once")
+        if plant.find == plant.replace:
+            found.append(f"{plant.name}: the replacement is the text itself")
+        if not plant.tests:
+            found.append(f"{plant.name}: names no test")
+        for test in plant.tests:
+            if not (root / test.split("::")[0]).is_file():
+                found.append(f"{plant.name}: {test} names no file")
+    return found
+
+
+def tree_files(root: Path) -> list[str]:
+    """The files a copy needs: git's (tracked, and untracked but not ignored) and the built extensions."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                            cwd=root, capture_output=True, check=True).stdout.decode()
+    files = {name for name in listed.split("\0") if name and (root / name).is_file()}
+    files.update(str(path.relative_to(root)) for path in (root / "pool3d_pass").rglob("*.so"))
+    return sorted(files)
+
+
+def copy_tree(root: Path, destination: Path) -> None:
+    for name in tree_files(root):
+        target = destination / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(root / name, target)
+
+
+def apply(plant: Plant, tree: Path) -> None:
+    source = tree / plant.path
+    text = source.read_text()
+    if text.count(plant.find) != 1:
+        raise CheckError(f"{plant.name}: its text does not occur once in {plant.path}")
+    source.write_text(text.replace(plant.find, plant.replace))
+
+
+def environment(tree: Path, kernel_library: Path | None = None) -> dict[str, str]:
+    """This process's environment, with `tree` the pool3d_pass every child imports."""
+    env = dict(os.environ, PYTHONPATH=str(tree))
+    # An editable install's finder would import the installed tree's sources before PYTHONPATH's.
+    finders = [str(finder.path) for finder in sys.meta_path
+               if type(finder).__name__ == "ScikitBuildRedirectingFinder" and getattr(finder, "path", None)]
+    env[SCIKIT_BUILD_SKIP] = os.pathsep.join(filter(None, [env.get(SCIKIT_BUILD_SKIP, ""), *finders]))
+    env.pop(KERNEL_LIBRARY, None)
+    if kernel_library is not None:
+        env[KERNEL_LIBRARY] = str(kernel_library)
+    return env
+
+
+def check_imported_from(tree: Path, env: dict[str, str]) -> None:
+    probe = subprocess.run([sys.executable, "-c", "import pool3d_pass; print(pool3d_pass.__file__)"],
+                           cwd=tree, env=env, capture_output=True, text=True)
+    where = probe.stdout.strip()
+    if probe.returncode != 0 or not Path(where).resolve().is_relative_to(tree.resolve()):
+        raise CheckError(f"the copy's tests would not import the copy's pool3d_pass (got {where or probe.stderr[-200:]!r})")
+
+
+def build_cpu_kernels(tree: Path) -> Path:
+    """The CPU extension built from `tree`'s sources (CMakePresets.json's `cpu` preset); its path."""
+    if shutil.which("cmake") is None:
+        raise CheckError("a C++ plant needs cmake on PATH (make install puts one into .venv)")
+    steps = [["cmake", "--preset", "cpu", f"-DPython_EXECUTABLE={sys.executable}", "-DPOOL3D_CUDA=OFF"],
+             ["cmake", "--build", "--preset", "cpu", "--parallel", str(os.cpu_count() or 1)]]
+    for step in steps:
+        result = subprocess.run(step, cwd=tree, capture_output=True, text=True)
+        if result.returncode != 0:
+            raise CheckError(f"{' '.join(step[:3])} failed: {(result.stdout + result.stderr)[-400:]}")
+    built = sorted((tree / "build" / "cpu").glob("_kernel*.so"))
+    if len(built) != 1:
+        raise CheckError(f"the build left {len(built)} extensions in build/cpu, not one")
+    return built[0]
+
+
+def run_tests(tree: Path, env: dict[str, str], tests) -> tuple[int, str]:
+    """pytest's exit status on `tests` in `tree` (stopping at the first failure), and its outcome in a line."""
+    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-rf", "-p", "no:cacheprovider", *tests],
+                            cwd=tree, env=env, capture_output=True, text=True)
+    lines = [line for line in result.stdout.splitlines() if line.strip()]
+    failed = [line.split(" - ")[0] for line in lines if line.startswith("FAILED ")]
+    last = lines[-1].strip("= ") if lines else result.stderr.strip()[-200:]
+    return result.returncode, " ".join([*failed[:1], f"({last})" if failed else last])
+
+
+def check_plant(plant: Plant, root: Path) -> tuple[str, str]:
+    """("caught" | "survived", pytest's summary) for one plant, in a copy of `root`."""
+    with tempfile.TemporaryDirectory(prefix=f"plant-{plant.name}-") as folder:
+        tree = Path(folder)
+        copy_tree(root, tree)
+        apply(plant, tree)
+        env = environment(tree, build_cpu_kernels(tree) if plant.rebuild else None)
+        check_imported_from(tree, env)
+        status, summary = run_tests(tree, env, plant.tests)
+    if status == 1:
+        return "caught", summary
+    if status == 0:
+        return "survived", summary
+    raise CheckError(f"{plant.name}: pytest could not run the tests (exit status {status}): {summary}")
+
+
+def check_baseline(plants, root: Path) -> None:
+    """The plants' tests pass on an unplanted copy."""
+    tests = sorted({test for plant in plants for test in plant.tests})
+    with tempfile.TemporaryDirectory(prefix="plant-baseline-") as folder:
+        tree = Path(folder)
+        copy_tree(root, tree)
+        env = environment(tree)
+        check_imported_from(tree, env)
+        status, summary = run_tests(tree, env, tests)
+    if status != 0:
+        raise CheckError(f"the plants' tests fail without any plant: {summary}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m checks.plant_bugs", description=__doc__.splitlines()[0])
+    parser.add_argument("names", nargs="*", help="plants to check (default: all)")
+    parser.add_argument("--list", action="store_true", help="print the table and exit")
+    args = parser.parse_args(argv)
+    known = {plant.name: plant for plant in PLANTS}
+    unknown = [name for name in args.names if name not in known]
+    if unknown:
+        parser.error(f"unknown plant(s) {', '.join(unknown)}; --list names them")
+    plants = [known[name] for name in args.names] or list(PLANTS)
+    if args.list:
+        for plant in plants:
+            rebuild = " (rebuilds the CPU kernels)" if plant.rebuild else ""
+            print(f"{plant.name}: {plant.path}{rebuild}\n  {plant.bug}\n  caught by: {', '.join(plant.tests)}")
+        return 0
+    try:
+        found = problems(ROOT, plants)
+        if found:
+            raise CheckError("; ".join(found))
+        check_baseline(plants, ROOT)
+        survived = 0
+        for plant in plants:
+            verdict, summary = check_plant(plant, ROOT)
+            survived += verdict == "survived"
+            print(f"{verdict:9} {plant.name}: {summary}", flush=True)
+    except CheckError as error:
+        print(f"plant_bugs: {error}", file=sys.stderr)
+        return 2
+    print(f"{len(plants) - survived} of {len(plants)} plants caught")
+    return 1 if survived else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
