@@ -9,7 +9,9 @@ on 2 the gpu binding's partitionable calls with its Pallas kernels in
 interpret mode. Each must give plain jax.jit's results, hold exactly the
 expected kernel calls, one per device program on that device's shard, add no
 collective where the batch/channel sharding suffices, and say in its remark
-how it runs: partitioned over the mesh, or per shard.
+how it runs: partitioned over the mesh, or per shard. Beside them, in this
+process: the sharding the wrapper gives the kernel for a given operand
+sharding (`parallel_only`), and its refusal of a manual one.
 """
 
 from __future__ import annotations
@@ -133,3 +135,36 @@ def test_the_gpu_binding_partitions_its_pallas_kernels(children, partitioner):
     assert record["custom_partitioning_left"] == record["triton_calls"] == 0
     assert not any(record["rewritten_collectives"].values()), record["rewritten_collectives"]
     assert record["rewritten_out_shardings"] == record["plain_out_shardings"]
+
+
+# What the callbacks make of the sharding XLA hands them: each device keeps its batch/channel block.
+PARALLEL_ONLY = [
+    # (operand sharding, layout, shape, the kernel's sharding)
+    ("{devices=[2,2,1,1,1]<=[4]}", "NCDHW", (4, 4, 8, 8, 8), "{devices=[2,2,1,1,1]0,1,2,3}"),
+    ("{devices=[2,2,1,1,1]<=[4]}", "NDHWC", (4, 4, 8, 8, 8), "{devices=[2,1,1,1,1,2]0,1,2,3 last_tile_dim_replicate}"),
+    ("{devices=[1,1,4,1,1]<=[4]}", "NCDHW", (4, 4, 8, 8, 8), "{replicated}"),  # D sharded: made whole
+    ("{devices=[2,1,1,1,2]<=[2,2]T(1,0)}", "NCDHW", (4, 4, 8, 8, 8),  # batch x W: the W pairs become replicas
+     "{devices=[2,1,1,1,1,2]0,2,1,3 last_tile_dim_replicate}"),
+    ("{devices=[2,1,1,1,1,2]<=[4] last_tile_dim_replicate}", "NCDHW", (4, 4, 8, 8, 8),
+     "{devices=[2,1,1,1,1,2]0,1,2,3 last_tile_dim_replicate}"),
+    ("{devices=[4,1,1,1,1]<=[4]}", "NCDHW", (6, 4, 8, 8, 8), "{replicated}"),  # 6 over 4: shards not exact
+    ("{replicated}", "NCDHW", (4, 4, 8, 8, 8), "{replicated}"),
+]
+
+
+@pytest.mark.parametrize(("given", "layout", "shape", "expected"), PARALLEL_ONLY)
+def test_pooled_and_uneven_dimensions_become_replicas(given, layout, shape, expected):
+    from jaxlib import xla_client as xc
+
+    from pool3d_pass.bindings.partitioned import parallel_only
+
+    assert parallel_only(xc.HloSharding.from_string(given), layout, shape).to_string() == expected
+
+
+def test_a_manual_sharding_is_refused_not_partitioned():
+    from jaxlib import xla_client as xc
+
+    from pool3d_pass.bindings.partitioned import parallel_only
+
+    with pytest.raises(ValueError, match="cannot partition"):
+        parallel_only(xc.HloSharding.manual(), "NCDHW", (4, 4, 8, 8, 8))
