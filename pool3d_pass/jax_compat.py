@@ -182,6 +182,8 @@ JAX_INTERNALS: tuple[tuple[str, str, tuple[str, ...] | None], ...] = (
     ("jax._src.traceback_util", "register_exclusion", ("path",)),
     # custom_partitioning's callback registry, keyed by backend_config (rewriting/partition_keys.py)
     ("jax._src.custom_partitioning", "_sharding_callbacks", None),
+    # the sharding of an HloSharding, which the partitionable bindings return (bindings/partitioned.py)
+    ("jax._src.sharding_impls", "GSPMDSharding", None),
     # JAX's cache registry: jax.clear_caches() clears what is registered (caches.py)
     ("jax._src.util", "register_cache", ("cache", "for_what")),
 )

@@ -42,7 +42,7 @@ class Binding:
     unsupported: Callable[[CallSignature], str | None]  # None: supported; else the reason
     require: Callable[[], None] = lambda: None  # raises ImportError naming what is missing
     # For programs compiled for several devices: versions XLA's SPMD partitioner
-    # can split (see bindings/cpu/partitioned.py), by call kind.
+    # can split (see bindings/partitioned.py), by call kind.
     partitioned_functions: Mapping[str, str] = field(default_factory=dict)
     # "module:function" registering the kernels with XLA, run by `import pool3d_pass`
     # (so deserialized and persistently cached executables find them); must not import jax.

@@ -1,10 +1,13 @@
 """The device mesh of a program about to be compiled for several devices.
 
-The partitionable CPU binding decodes the shardings XLA's partitioner hands it
-against a `jax.sharding.Mesh`; that mesh must be the program's own: the axes
-of its (single) Shardy `sdy.mesh`, laid over the compile's device assignment.
-Anything else (no Shardy mesh, several, explicit device ids) is not read:
-the program is then compiled unrewritten.
+The partitionable bindings (`bindings/partitioned.py`) are lowered for a
+`jax.sharding.Mesh` over the compile's device assignment, in its order. A
+Shardy program gets its own: the axes of its (single) `sdy.mesh`. A GSPMD
+program (`jax_use_shardy_partitioner=False`: no `sdy.mesh`, shardings as
+`mhlo.sharding`) names no axes; it gets a 1-D mesh over its devices, which
+serves as well, since the partitioning callbacks read the `HloSharding` XLA
+hands them, not a mesh's axes. Anything else (several Shardy meshes, explicit
+device ids) is not read: the program is then compiled unrewritten.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import re
 import numpy as np
 from jaxlib.mlir import ir
 
+GSPMD_AXIS = "devices"  # the one axis of a GSPMD program's mesh
 _AXIS = re.compile(r'"([^"]+)"\s*=\s*(\d+)')
 
 
@@ -31,15 +35,27 @@ def mesh_axes(module: ir.Module) -> list[tuple[tuple[str, ...], tuple[int, ...]]
     return meshes
 
 
+def _int_attribute(module: ir.Module, name: str) -> int | None:
+    try:
+        return ir.IntegerAttr(module.operation.attributes[name]).value
+    except (KeyError, ValueError, TypeError):
+        return None
+
+
 def program_mesh(module: ir.Module, devices) -> "jax.sharding.Mesh | None":  # noqa: F821
     """The program's mesh over `devices` (the device assignment, in order), or None if unclear."""
     from jax.sharding import Mesh
 
     devices = list(np.ravel(devices))
+    if not any(op.operation.name == "sdy.mesh" for op in module.body.operations):
+        # GSPMD: an SPMD program over the devices (not replicas: JAX 0.9's own pmap path)
+        if _int_attribute(module, "mhlo.num_partitions") != len(devices):
+            return None
+        return Mesh(np.array(devices, dtype=object), (GSPMD_AXIS,))
     candidates = {axes for axes in mesh_axes(module) if int(np.prod(axes[1])) == len(devices)}
     if len(candidates) != 1:
-        # No Shardy mesh (e.g. jax_use_shardy_partitioner=False) or several:
-        # the shardings the partitioner hands over could not be decoded safely.
+        # Several Shardy meshes, or one with explicit device ids: which one the
+        # program's shardings use is not read here.
         return None
     names, sizes = candidates.pop()
     return Mesh(np.array(devices, dtype=object).reshape(sizes), names)

@@ -161,6 +161,9 @@ def rewrite_for_platform(
             "%s (%s): rewrote %d of %d select_and_scatter candidate(s) and %d forward max pool(s) without "
             "gradient, %s strategy [%s]", name, platform, report.rewritten, report.candidates,
             report.forward_alone, report.strategy, report)
+    if mesh is not None:  # how each call runs on the devices: partitioned, or per shard (rewriting/remarks.py)
+        for done in report.rewrites:
+            logger.info("%s (%s): %s", name, platform, done.remark())
     for miss in report.missed:
         logger.info("%s (%s): %s not rewritten at %s: %s", name, platform, miss.subject, miss.location, miss.reason)
     return copy if report.rewritten or report.forward_alone else module

@@ -25,17 +25,18 @@ from pool3d_pass.rewriting.splice import call_binding
 Emit = Callable[..., list[ir.Value]]
 
 
-def for_run(options: PassOptions, binding: Binding | None) -> Emit:
+def for_run(options: PassOptions, binding: Binding | None, per_shard: PerShardCode | None = None) -> Emit:
     """The neutral call's builder, or `binding` (the target's) spliced in, on `options.mesh` if given.
 
     One per pass run: the neutral builder keeps the attributes it built for the run's later calls.
-    (A target without a binding never emits: the pass refuses its gradients first.)
+    (A target without a binding never emits: the pass refuses its gradients first.) `per_shard`:
+    the run's answer to which code runs per shard (the remarks ask it too), else a new one.
     """
     if options.neutral or binding is None:
         return CallBuilder()
     if options.mesh is None:
         return functools.partial(call_binding, binding, mesh=None)
-    per_shard = PerShardCode()
+    per_shard = per_shard or PerShardCode()
 
     def emit(*args, **kwargs) -> list[ir.Value]:
         here = ir.InsertionPoint.current.block

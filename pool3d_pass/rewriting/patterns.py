@@ -45,6 +45,7 @@ from pool3d_pass.report import FORWARD_ALONE, Miss, Rewrite, RewriteReport
 from pool3d_pass.rewriting import cleanup, emit, remarks
 from pool3d_pass.rewriting.inference import replace_with_forward_output, signature_of
 from pool3d_pass.rewriting.indices import SavedForward, build_from_indices, build_from_input, replace_forward
+from pool3d_pass.rewriting.per_shard import PerShardCode
 from pool3d_pass.rewriting.recompute import build_recompute
 from pool3d_pass.rewriting.strategy import (
     BARE_INDICES,
@@ -66,7 +67,9 @@ class PassRun:
     def __init__(self, options: PassOptions, binding: Binding | None):
         self.options = options
         self.binding = binding  # the target's, resolved once per pass (None: neutral, or no binding)
-        self.emit = emit.for_run(options, binding)
+        # which code runs per shard (a shard_map body), for the emitter and the remarks
+        self.per_shard = PerShardCode() if options.partitioned and not options.neutral else None
+        self.emit = emit.for_run(options, binding, self.per_shard)
         self.chooser = StrategyChooser(options, binding)
         self.report = RewriteReport(strategy=self.chooser.strategy)
         self.pending_folds: list[tuple[ir.OpView, ir.OpView | None]] = []
@@ -74,8 +77,9 @@ class PassRun:
         self.forwards_alone: list[ir.Operation] = []  # reduce_windows the forward-output call replaced
         self.read_by_gradients: set[int] = set()  # (hashes of) forward reduce_windows a backward call reads
 
-    def _serving(self) -> str:
-        return remarks.serving(self.options, self.binding)
+    def _serving(self, op: ir.OpView) -> str:
+        per_shard = self.per_shard is not None and self.per_shard.contains(op.operation.block)
+        return remarks.serving(self.options, self.binding) + remarks.partitioning(self.options, per_shard=per_shard)
 
     def patterns(self) -> mlir_rewrite.FrozenRewritePatternSet:
         patterns = mlir_rewrite.RewritePatternSet()
@@ -100,7 +104,7 @@ class PassRun:
         grad_input = self.build(match, forward, plan)
         self.report.rewritten += 1
         self.report.add(Rewrite(u.format_location(op.location, self.options.filename),
-                                remarks.describe(match, plan, forward) + self._serving()))
+                                remarks.describe(match, plan, forward) + self._serving(op)))
 
         padding_chain = cleanup.padding_chain(op, match)
         if match.slice is not None:
@@ -143,7 +147,7 @@ class PassRun:
             return _NO_MATCH
         replace_with_forward_output(pool, self.emit)
         self.report.forward_alone += 1
-        self.report.add(Rewrite(location, remarks.describe_forward_alone(pool) + self._serving(), FORWARD_ALONE))
+        self.report.add(Rewrite(location, remarks.describe_forward_alone(pool) + self._serving(op), FORWARD_ALONE))
         self.forwards_alone.append(op.operation)  # erased after the walk, with what only it used
         return _MATCHED
 
@@ -185,11 +189,12 @@ class PassRun:
         if reason is not None:
             self.report.add(Miss(location, f"neutral call left unbound: {reason}"))
             return _NO_MATCH
+        remark = f"neutral call bound to the {target} binding" + self._serving(op)  # while op is in its block
         with ir.InsertionPoint(op.operation), op.location:
             results = self.emit(call.call, list(op.operands), [r.type for r in op.results], **call.pool.attributes())
         rewriter.replace_op(op, results)
         self.report.bound += 1
-        self.report.add(Rewrite(location, f"neutral call bound to the {target} binding" + self._serving()))
+        self.report.add(Rewrite(location, remark))
         return _MATCHED
 
     def fold_slice_of_created_pad(self, op: ir.OpView, rewriter) -> bool:

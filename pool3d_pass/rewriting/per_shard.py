@@ -10,6 +10,11 @@ manual body (`axis_names=` a subset of the mesh) the free axes stay
 automatic; a plain custom call is then replicated along them by XLA's
 partitioner: correct, and what the program asked for inside shard_map.
 
+Under GSPMD (`jax_use_shardy_partitioner=False`) there is no manual
+computation: the body is a private function (`@shmap_body`) called with the
+results of `stablehlo.custom_call @SPMDFullToShardShape` (the values made
+manual); such a function runs per shard too.
+
 A function called from both a manual body and automatic code counts as
 per-shard (the single-device kernel is correct in both places).
 """
@@ -19,6 +24,7 @@ from __future__ import annotations
 from jaxlib.mlir import ir
 
 MANUAL_COMPUTATION = "sdy.manual_computation"
+FULL_TO_SHARD = "SPMDFullToShardShape"  # GSPMD's entry into a manual body
 _FUNC = "func.func"
 
 
@@ -33,6 +39,18 @@ def _symbol(op: ir.Operation, name: str) -> str | None:
         except (TypeError, ValueError):
             continue
     return None
+
+
+def _takes_manual_values(op: ir.Operation) -> bool:
+    """Whether a call's operands include a GSPMD full-to-shard result (a manual body's argument)."""
+    for operand in op.operands:
+        owner = operand.owner
+        if isinstance(owner, ir.Block):  # a block argument
+            continue
+        producer = owner.operation if hasattr(owner, "operation") else owner
+        if producer.name == "stablehlo.custom_call" and _symbol(producer, "call_target_name") == FULL_TO_SHARD:
+            return True
+    return False
 
 
 def _enclosing(op: ir.Operation) -> tuple[str | None, bool]:
@@ -64,7 +82,7 @@ class PerShardCode:
             callee = _symbol(op, "callee")
             if callee is not None:
                 caller, manual = _enclosing(op)
-                (seeds if manual else calls.setdefault(caller, set())).add(callee)
+                (seeds if manual or _takes_manual_values(op) else calls.setdefault(caller, set())).add(callee)
             return ir.WalkResult.ADVANCE
 
         module.walk(visit)

@@ -15,6 +15,19 @@ def serving(options: PassOptions, binding: Binding | None) -> str:
     return f", {binding.platform} binding: {binding.describe()}"
 
 
+def partitioning(options: PassOptions, *, per_shard: bool) -> str:
+    """How a program compiled for several devices runs the call (options.mesh), else ""."""
+    mesh = options.mesh
+    if options.neutral or mesh is None:
+        return ""
+    axes = ", ".join(f"{name}={size}" for name, size in mesh.shape.items())
+    if per_shard:
+        return (f", per shard (a shard_map body) on {mesh.size} devices [{axes}]: the single-device kernel "
+                "on each device's shard")
+    return (f", partitioned over {mesh.size} devices [{axes}]: the kernel runs on each device's batch/channel "
+            "shard without communication, pooled dimensions gathered whole first")
+
+
 def _configuration(pool: PoolConfig) -> str:
     return f"{pool.data_format} kernel_size={list(pool.kernel_size)} stride={list(pool.stride)} padding={list(pool.padding)}"
 

@@ -77,3 +77,123 @@ def test_rewritten_bench_programs_compile_for_h200_with_the_cuda_kernels(h200, j
         assert EXPECTED[(strategy, job)] <= targets, (case.name, sorted(targets))
         assert not any("triton" in t for t in targets), (case.name, sorted(targets))
         assert not re.search(r"\s(scatter|select-and-scatter)\(", hlo), case.name
+
+
+# --- programs compiled for several H200s (bindings/partitioned.py) ---------------------------------------
+
+def _max_pool(x):
+    from jax import lax
+
+    return lax.reduce_window(x, -float("inf"), lax.max, (1, 1, 3, 3, 3), (1, 1, 2, 2, 2),
+                             ((0, 0), (0, 0), (1, 1), (1, 1), (1, 1)))
+
+
+def _pool_grad(x):
+    import jax
+    import jax.numpy as jnp
+
+    return jax.grad(lambda x: jnp.sum(_max_pool(x) ** 2))(x)
+
+
+def _bare_pool_grad(x):
+    import jax
+    import jax.numpy as jnp
+
+    return jax.grad(lambda x: jnp.sum(_max_pool(x)))(x)
+
+
+def _forward_and_grad(x):
+    import jax
+
+    y, vjp = jax.vjp(_max_pool, x)
+    return y, vjp(2 * y - 1)[0]
+
+
+SHAPE, POOLED = (8, 4, 16, 16, 16), (8, 4, 8, 8, 8)
+# (strategy, program, the calls it compiles to, whether each call's operands have the input's shape)
+SHARDED_PROGRAMS = {
+    "backward": ("recompute", _pool_grad, {"backward": [False, True, False]}),
+    "forward_and_backward_from_indices": ("indices", _forward_and_grad,
+                                          {"forward": [True], "backward_from_indices": [False, False]}),
+    "backward_from_input": ("indices", _bare_pool_grad, {"backward_from_input": [False, True]}),
+    "forward_output": ("indices", _max_pool, {"forward_output": [True]}),
+}
+COLLECTIVES = ("all-gather", "all-to-all", "collective-permute", "all-reduce", "reduce-scatter")
+
+
+def _collectives(hlo: str) -> dict[str, int]:
+    return {name: len(re.findall(rf"\b{name}(-start)?\(", hlo)) for name in COLLECTIVES}
+
+
+@pytest.fixture(params=["shardy", "gspmd"])
+def partitioner(request):
+    import jax
+
+    jax.config.update("jax_use_shardy_partitioner", request.param == "shardy")
+    jax.clear_caches()
+    yield request.param
+    jax.config.update("jax_use_shardy_partitioner", True)
+    jax.clear_caches()
+
+
+@pytest.mark.parametrize("gpus", [2, 4])
+@pytest.mark.parametrize("program", list(SHARDED_PROGRAMS))
+def test_batch_sharded_programs_run_one_kernel_call_per_gpu_on_its_shard(gpus, program, partitioner):
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    import pool3d_pass
+    from compiled_hlo import kernel_operand_shapes
+
+    strategy, function, calls = SHARDED_PROGRAMS[program]
+    mesh = Mesh(np.array(deviceless.h200_devices(gpus)), ("data",))
+    x = jax.ShapeDtypeStruct(SHAPE, jnp.float32, sharding=NamedSharding(mesh, PartitionSpec("data")))
+    hlo = pool3d_pass.jit(function, strategy=strategy).lower(x).compile().as_text()
+    shapes = kernel_operand_shapes(hlo)
+    assert set(shapes) == set(calls), sorted(shapes)
+    for kind, operands in calls.items():
+        (one,) = shapes[kind]  # one call in the per-device program
+        expected = [[SHAPE[0] // gpus, *(SHAPE if is_input else POOLED)[1:]] for is_input in operands]
+        assert one == expected, (kind, one)
+    assert not any(_collectives(hlo).values()), _collectives(hlo)  # no all-gather of the batch, nothing else
+    assert not re.search(r"\s(scatter|select-and-scatter)\(", hlo)
+
+
+def _shard_map_programs(devices):
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+    line = Mesh(np.array(devices), ("b",))
+    grid = Mesh(np.array(devices).reshape(2, 2), ("b", "m"))
+    full = jax.shard_map(_forward_and_grad, mesh=line, in_specs=P("b"), out_specs=P("b"))
+    partial = jax.shard_map(_forward_and_grad, mesh=grid, in_specs=P("b"), out_specs=P("b"),
+                            axis_names=frozenset({"b"}))
+    return {
+        "full_manual": (full, jax.ShapeDtypeStruct(SHAPE, jnp.float32, sharding=NamedSharding(line, P("b")))),
+        "partially_manual": (partial, jax.ShapeDtypeStruct(SHAPE, jnp.float32, sharding=NamedSharding(grid, P("b")))),
+        "pmap": (jax.pmap(_forward_and_grad, devices=list(devices)),
+                 jax.ShapeDtypeStruct((len(devices), SHAPE[0] // len(devices), *SHAPE[1:]), jnp.float32)),
+    }
+
+
+@pytest.mark.parametrize("program", ["full_manual", "partially_manual", "pmap"])
+def test_shard_map_and_pmap_bodies_get_the_single_gpu_kernels(program):
+    import jax
+
+    import pool3d_pass
+    from compiled_hlo import kernel_operand_shapes
+
+    function, x = _shard_map_programs(deviceless.h200_devices(4))[program]
+    plain = jax.jit(function).lower(x).compile().as_text()
+    with pool3d_pass.enabled(strategy="indices"):  # (a pmap is compiled through enable(), as users run it)
+        hlo = jax.jit(function).lower(x).compile().as_text()
+    shapes = kernel_operand_shapes(hlo)
+    assert set(shapes) == {"forward", "backward_from_indices"}, sorted(shapes)
+    assert [len(calls) for calls in shapes.values()] == [1, 1]
+    manual_ways = 2 if program == "partially_manual" else 4  # the batch over the manual axes only
+    assert shapes["forward"] == [[[SHAPE[0] // manual_ways, *SHAPE[1:]]]], shapes
+    assert _collectives(hlo) == _collectives(plain)

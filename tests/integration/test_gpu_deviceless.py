@@ -78,3 +78,38 @@ def test_gpu_check_dry_run(tmp_path):
     assert machine["dry_run"] and checks and not [r for r in checks if r["problems"]]
     assert {r["kind"] for r in checks} == {"calls", "jobs"}
 
+
+
+@pytest.mark.skipif(MISSING is not None, reason=f"deviceless H200 compile skipped: {MISSING}")
+def test_batch_sharded_layer_compiles_for_two_h200s_with_the_pallas_kernels_per_shard(monkeypatch):
+    """The gpu binding's partitionable calls with the Pallas kernels: XLA lowers each shard's Triton
+    kernels while it partitions (bindings/partitioned.py), down to ptxas; no collective."""
+    import re
+
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    from jax import lax
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    import pool3d_pass
+
+    monkeypatch.setenv("POOL3D_GPU_IMPL", "pallas")
+    monkeypatch.delenv("POOL3D_GPU_INTERPRET", raising=False)
+    pool3d_pass.clear_caches()
+
+    def layer(x):
+        pool = lambda v: lax.reduce_window(v, -jnp.inf, lax.max, (1, 1, 2, 2, 2), (1, 1, 2, 2, 2), "VALID")  # noqa: E731
+        y, vjp = jax.vjp(pool, x)
+        return y, vjp(2 * y - 1)[0]
+
+    mesh = Mesh(np.array(deviceless.h200_devices(2)), ("data",))
+    x = jax.ShapeDtypeStruct((8, 4, 16, 16, 16), jnp.float32, sharding=NamedSharding(mesh, PartitionSpec("data")))
+    try:
+        hlo = pool3d_pass.jit(layer, strategy="indices").lower(x).compile().as_text()
+    finally:
+        pool3d_pass.clear_caches()
+    triton = [line for line in hlo.splitlines() if "xla.gpu.triton" in line and "custom-call(" in line]
+    assert len(triton) == 2, triton  # the window kernel (forward) and the gather kernel, once per device program
+    assert re.search(r"entry_computation_layout=\{\(f32\[4,4,16,16,16\]", hlo)  # each device's input: its batch half
+    assert not re.search(r"\b(all-gather|all-to-all|collective-permute|all-reduce)(-start)?\(", hlo)

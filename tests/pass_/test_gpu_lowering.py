@@ -24,6 +24,7 @@ from pool3d_pass.bindings import registry
 from pool3d_pass.bindings.gpu import binding as gpu_binding
 from pool3d_pass.bindings.gpu import calls, kernels
 from pool3d_pass.bindings.registry import CallSignature
+from pool3d_pass.contract import CALLS
 from pool3d_pass.contract.pool_config import PoolConfig
 from pool3d_pass.integration import module_rewrite
 from pool3d_pass.rewriting.strategy import preferred_strategy
@@ -221,9 +222,13 @@ def test_rocm_is_refused(monkeypatch):
         registry.binding_for("gpu").require()
 
 
-def test_several_devices_are_refused():
+def test_several_devices_get_the_partitionable_calls():
+    # bindings/gpu/partitioned.py; tests/integration/test_partitioned.py runs them on host devices
     from pool3d_pass.rewriting.strategy import binding_refusal
 
     mesh = types.SimpleNamespace(size=8)
-    signature = CallSignature("f32", "f32", "f32", PoolConfig((2, 2, 2), (2, 2, 2), (0, 0, 0), "NCDHW", "NCDHW"), "backward")
-    assert "cannot be partitioned over 8 devices" in binding_refusal(registry.binding_for("gpu"), "gpu", signature, mesh)
+    pool = PoolConfig((2, 2, 2), (2, 2, 2), (0, 0, 0), "NCDHW", "NCDHW")
+    gpu = registry.binding_for("gpu")
+    for call in CALLS:
+        assert binding_refusal(gpu, "gpu", CallSignature("f32", "f32", "f32", pool, call), mesh) is None
+        assert gpu.function(call, partitioned=True).__name__ == f"max_pooling_3d_{call}"

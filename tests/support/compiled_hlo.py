@@ -1,4 +1,4 @@
-"""What a compiled XLA:CPU program shows of a max-pool gradient.
+"""What a compiled XLA:CPU program shows of a max-pool gradient, and of the kernel calls that replaced it.
 
 XLA:CPU rewrites `select-and-scatter` into a plain `scatter` before the final
 HLO text (`compiled.as_text()`), so a check for `select-and-scatter(` alone
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["POOL_GRADIENT_OP", "pool_gradient_ops"]
+__all__ = ["POOL_GRADIENT_OP", "kernel_operand_shapes", "pool_gradient_ops"]
 
 POOL_GRADIENT_OP = re.compile(r"(?<![\w-])(?:select-and-scatter|scatter)\(")
 
@@ -18,3 +18,20 @@ POOL_GRADIENT_OP = re.compile(r"(?<![\w-])(?:select-and-scatter|scatter)\(")
 def pool_gradient_ops(hlo: str) -> int:
     """How many select-and-scatter or scatter instructions the compiled HLO text holds."""
     return len(POOL_GRADIENT_OP.findall(hlo))
+
+
+def kernel_operand_shapes(hlo: str) -> dict[str, list[list[list[int]]]]:
+    """Per call kind of the contract, the operand shapes of each of its kernel calls in compiled HLO text
+    (one list of shapes per call: in a partitioned program, what each device's kernel gets)."""
+    from pool3d_pass.contract import TARGETS
+
+    kinds = {target: kind for kind, target in TARGETS.items()}
+    shapes: dict[str, list] = {}
+    for line in hlo.splitlines():
+        target = re.search(r'custom_call_target="([^"]+)"', line)
+        if target is None or target.group(1) not in kinds:
+            continue
+        constraints = re.search(r"operand_layout_constraints=\{(.*?\})\}", line)  # f32[2,4,8,8,8]{4,3,2,1,0}, ...
+        found = re.findall(r"\[([\d,]*)\]", constraints.group(1)) if constraints else []
+        shapes.setdefault(kinds[target.group(1)], []).append([[int(n) for n in s.split(",")] for s in found])
+    return shapes

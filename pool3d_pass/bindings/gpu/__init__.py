@@ -11,6 +11,8 @@
   gradient from indices, each input element reading the windows that cover it);
 - `calls.py`: the contract's calls as JAX functions of those kernels, the
   interpret switch (`POOL3D_GPU_INTERPRET=1`) and the pure-JAX fallback;
+- `partitioned.py`: the calls for programs compiled for several GPUs (the
+  shared wrapper of `bindings/partitioned.py` around the kernels that serve);
 - `binding.py`: the registry's `Binding` for platform "gpu" (what JAX's CUDA
   client reports), lowered for "cuda", opt-in under strategy "auto";
 - `deviceless.py`: compiling for an H200 with no GPU present (the checks).

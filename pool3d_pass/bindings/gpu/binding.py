@@ -22,6 +22,7 @@ from pool3d_pass.contract import SUPPORTED_DTYPES, TARGETS
 PLATFORM = "gpu"
 LOWERING_PLATFORM = "cuda"
 CALLS_MODULE = "pool3d_pass.bindings.gpu.calls"
+PARTITIONED_MODULE = "pool3d_pass.bindings.gpu.partitioned"  # programs compiled for several devices
 
 
 def unsupported(signature: CallSignature) -> str | None:
@@ -68,6 +69,7 @@ def make_binding() -> Binding:
     functions = {call: f"{CALLS_MODULE}:max_pooling_3d_{call}" for call in TARGETS}
     return Binding(
         PLATFORM, functions, LOWERING_PLATFORM, unsupported, require, auto_refusal=auto_refusal,
+        partitioned_functions={call: f"{PARTITIONED_MODULE}:max_pooling_3d_{call}" for call in TARGETS},
         # the CUDA kernels' FFI handlers, where their library is built (cuda_library.py)
         register_kernels="pool3d_pass.bindings.gpu.cuda_library:register_if_built",
         describe=_describe,

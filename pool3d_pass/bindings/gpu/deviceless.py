@@ -98,12 +98,17 @@ def _has_module(name: str) -> bool:
         return False
 
 
-def h200_devices():
-    """Compile-only CUDA devices (one H200): XLA:GPU compiles for them without a GPU."""
+def h200_devices(count: int = 1):
+    """Compile-only CUDA devices (`count` H200s on one host): XLA:GPU compiles for them without a GPU.
+
+    XLA's CUDA topology is "<slices>x<hosts per slice>x<devices per host>";
+    several devices compile SPMD programs, partitioner included.
+    """
     os.environ.setdefault("JAX_SKIP_CUDA_CONSTRAINTS_CHECK", "1")
     from jax.experimental import topologies
 
-    return topologies.get_topology_desc(platform="cuda", topology="1x1x1", target_config=H200_TARGET_CONFIG).devices
+    return topologies.get_topology_desc(platform="cuda", topology=f"1x1x{count}",
+                                        target_config=H200_TARGET_CONFIG).devices
 
 
 def replicated_on(devices):
