@@ -91,6 +91,47 @@ PLANTS = (
         tests=("tests/kernels/test_gpu_kernels.py::test_mixed_layouts",),
         bug="the Pallas window kernel's recompute selection takes the last tap equal to y",
     ),
+    Plant(
+        name="cuda-overlapping-gather-counts-outputs",
+        path="pool3d_pass/bindings/gpu/cuda/launch_plan.h",
+        find="    if (kernel == Kernel::kGather && Overlapping(g)) {  // blocks of input positions\n",
+        replace="    if (false) {  // blocks of input positions\n",
+        tests=("tests/kernels/test_cuda_elements.py::test_every_call_equals_the_cpu_kernels[k3s2p1-ncdhw-f32-ints]",),
+        bug="the CUDA gather over overlapping windows runs one unit per output window, not per block of "
+            "inputs: most of dx is never written",
+    ),
+    Plant(
+        name="cuda-chunk-writes-dx-at-the-output-offset",
+        path="pool3d_pass/bindings/gpu/cuda/run_plan.h",
+        find="  p.dx = all.dx ? all.dx + in : nullptr;\n",
+        replace="  p.dx = all.dx ? all.dx + out : nullptr;\n",
+        tests=("tests/kernels/test_cuda_elements.py::test_launch_variants_give_the_same_bits[ncdhw-k2s2-chunked]",),
+        bug="launches after the first chunk write dx where the next chunk's outputs start",
+    ),
+    Plant(
+        name="cuda-never-takes-int64-offsets",
+        path="pool3d_pass/bindings/gpu/cuda/launch_plan.h",
+        find="  if (biggest >= o.narrow_limit || o.wide) {\n",
+        replace="  if (o.wide) {\n",
+        tests=("tests/kernels/test_cuda_elements.py::test_offset_width_at_the_int32_boundary",),
+        bug="planes of 2^31 elements or more keep int32 offsets (they overflow)",
+    ),
+    Plant(
+        name="cuda-maximum-drops-plus-zero-over-minus-zero",
+        path="pool3d_pass/bindings/gpu/cuda/units.h",
+        find="  if (!b.nan && b.m != 0.0f) {\n",
+        replace="  if (!b.nan) {\n",
+        tests=("tests/kernels/test_cuda_elements.py::test_every_call_equals_the_cpu_kernels[k3s2p1-ndhwc-f32-zeros]",),
+        bug="the CUDA window kernels return whichever zero they met as a zero maximum, not +0 where a tap holds +0",
+    ),
+    Plant(
+        name="cuda-fused-block-leaves-uncovered-rows",
+        path="pool3d_pass/bindings/gpu/cuda/units.h",
+        find="  const bool last_d = od == g.Do - 1, last_h = oh == g.Ho - 1;\n  if (last_d || last_h) {\n",
+        replace="  const bool last_d = od == g.Do - 1, last_h = oh == g.Ho - 1;\n  if (false) {\n",
+        tests=("tests/kernels/test_cuda_elements.py::test_every_call_equals_the_cpu_kernels[k2s2-ncdhw-f32-ints]",),
+        bug="NCDHW non-overlapping gradients leave the rows no window covers unwritten",
+    ),
 )
 
 
