@@ -30,7 +30,8 @@ JOBS = ("gradient only", "forward + gradient", "inference")
 def ratios_of(rows: list[dict]) -> dict:
     table: dict = {}
     for r in rows:
-        if r.get("kind") != "timing" or r.get("job") not in JOBS or r.get("problems"):
+        # C3D's own pool rows are figures of the model's shapes, not of a class
+        if r.get("kind") != "timing" or r.get("job") not in JOBS or r.get("problems") or r.get("c3d"):
             continue
         ratio = r.get("xla_over_pool3d")
         if not isinstance(ratio, (int, float)):
