@@ -69,7 +69,8 @@ def run(rec, budget, dry_run: bool, log, rounds: int) -> None:
             except Exception as error:  # noqa: BLE001 - the timing above stands without its split
                 rec.record("error", item=f"{label} / {program} trace", error=f"{type(error).__name__}: {str(error)[:300]}")
                 continue
-            rec.record("model_split", model=label, program=program, step_min_ms=ms[program]["min_ms"], **split)
+            split["step_min_ms"] = ms[program]["min_ms"]
+            rec.record("model_split", model=label, program=program, **split)
             rec.table(f"| model split | {label} | {program} | {split_text(split)} |")
         log(f"model {name}: {time.monotonic() - start:.1f} s")
 
@@ -80,4 +81,7 @@ def split_text(split: dict) -> str:
         return split.get("note", "no device events")
     per = split["per_step_ms"]
     total = sum(per.values())
-    return f"device {total:.2f} ms/step: " + ", ".join(f"{cls} {ms:.2f}" for cls, ms in per.items())
+    text = f"device {total:.2f} ms/step: " + ", ".join(f"{cls} {ms:.2f}" for cls, ms in per.items())
+    if isinstance(split.get("step_min_ms"), (int, float)):  # the step's time outside kernels: gaps, launches
+        text += f"; step minus kernels {split['step_min_ms'] - total:.2f} ms"
+    return text

@@ -34,6 +34,7 @@ import glob
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -65,6 +66,20 @@ def command(sanitizer: str | None, tool: str | None) -> list[str]:
             "--target-processes", "application-only", *script]
 
 
+def _run(argv, env, seconds: float):
+    """(exit status or "timeout", stdout + stderr); on timeout the whole process group is killed, so the
+    Python process under the sanitizer does not outlive it holding the GPU."""
+    process = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               start_new_session=True)
+    try:
+        output, _ = process.communicate(timeout=seconds)
+        return process.returncode, output
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        output, _ = process.communicate()
+        return "timeout", output or ""
+
+
 def verdict(returncode, output: str, sanitized: bool) -> dict:
     """{"status", "calls", "errors", "report"} of one run from its exit status and output."""
     calls = OK_LINE.search(output)
@@ -73,7 +88,7 @@ def verdict(returncode, output: str, sanitized: bool) -> dict:
     error_lines = [line for line in output.splitlines() if line.startswith("=========") and
                    re.search(r"Invalid|error|hazard|Race|out of bounds|misaligned", line, re.I)][:12]
     if returncode == "timeout":
-        status = "timeout"
+        status = "fail" if sanitized and error_lines else "timeout"  # what it reported before the kill counts
     elif sanitized and (returncode == ERROR_EXIT or (errors or 0) > 0):
         status = "fail"
     elif returncode != 0 or calls is None:
@@ -102,14 +117,7 @@ def run(rec, budget, dry_run: bool, log) -> int:
         if seconds < 10:
             rec.record("skipped", item=f"sanitizer {label}", reason=f"budget: {budget.left():.0f} s left")
             continue
-        try:
-            result = subprocess.run(command(sanitizer, tool), env=env, capture_output=True, text=True,
-                                    timeout=seconds)
-            returncode, output = result.returncode, result.stdout + result.stderr
-        except subprocess.TimeoutExpired as expired:
-            returncode = "timeout"
-            output = (expired.stdout or b"").decode(errors="replace") if isinstance(expired.stdout, bytes) \
-                else (expired.stdout or "")
+        returncode, output = _run(command(sanitizer, tool), env, seconds)
         found = verdict(returncode, output, sanitized=tool is not None)
         failures += found["status"] in ("fail", "error")
         rec.record("sanitizer", tool=label, path=sanitizer, seconds_allowed=round(seconds), **found)
