@@ -5,7 +5,16 @@
 * the budget says whether an item still fits;
 * the summary stays within what the device tool returns;
 * the dry run (interpret mode on CPU) of a stage finishes within its budget,
-  and a run killed part-way leaves valid JSON lines of what finished.
+  and a run killed part-way leaves valid JSON lines of what finished;
+* the poison checker finds unwritten elements, and its donated buffers are
+  an FFI kernel's own result buffers (the CPU kernels, through XLA:CPU);
+* the 64-bit case's expected values are the contract's;
+* the trace parser splits device time by kernel class, and says "no device
+  events" for a host-only trace (a real CPU profile included);
+* C3D's pool rows are the model's own shapes; the sanitizer's verdicts;
+* the launch variants: equal budget shares, the fastest per row, and one
+  variant's dry-run process with its variables;
+* the measured table is keyed by (implementation, GPU model), C3D rows kept out.
 """
 
 from __future__ import annotations
