@@ -206,7 +206,7 @@ def test_poisoned_buffers_reach_an_ffi_kernel_and_expose_a_kernel_that_writes_no
 
     assert poison.unwritten(writes_nothing(poison.PATTERNS[0]), writes_nothing(poison.PATTERNS[1]), np.float32) == 16
     problems, notes = __import__("device_check.numerics", fromlist=["x"]).poison_problems(
-        {"forward": {"unwritten": 16, "reached": True}, "from_input": {"unwritten": 0, "reached": False}}, False)
+        {"forward": {"unwritten": 16, "reached": True}, "from_input": {"unwritten": 0, "reached": False}}, True)
     assert problems == ["forward: 16 elements left unwritten (poison survived both runs)",
                         "poisoned result buffers did not reach the kernel for from_input "
                         "(unwritten elements undetectable there)"] and notes == []
