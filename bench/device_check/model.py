@@ -67,7 +67,8 @@ def run(rec, budget, dry_run: bool, log, rounds: int) -> None:
                 with tempfile.TemporaryDirectory(prefix="pool3d-trace-") as log_dir:
                     split = trace.profile(compiled, args, 2 if dry_run else 5, log_dir)
             except Exception as error:  # noqa: BLE001 - the timing above stands without its split
-                rec.record("error", item=f"{label} / {program} trace", error=f"{type(error).__name__}: {str(error)[:300]}")
+                rec.record("error", item=f"{label} / {program} trace",
+                           error=f"{type(error).__name__}: {str(error)[:300]}")
                 continue
             split["step_min_ms"] = ms[program]["min_ms"]
             rec.record("model_split", model=label, program=program, **split)

@@ -44,7 +44,8 @@ def render(rows: list[dict]) -> str:
     sanitized = [r for r in rows if r["kind"] == "sanitizer"]
     if sanitized:
         lines.append("sanitizer: " + "; ".join(
-            f"{r['tool']} {r['status']}" + (f" ({r.get('calls')} calls, errors {r.get('errors')})" if "calls" in r else "")
+            f"{r['tool']} {r['status']}"
+            + (f" ({r.get('calls')} calls, errors {r.get('errors')})" if "calls" in r else "")
             for r in sanitized))
         for r in sanitized:
             if r.get("report") and r["status"] != "pass":

@@ -265,7 +265,8 @@ def time_job(t: Timed, job: str, torch, rounds: int, dry_run: bool, bandwidth: f
     ours = min(v["min_ms"] for k, v in ms.items() if k.startswith("pool3d"))
     floor_ms = t.floor_bytes(job) / bandwidth * 1e3 if bandwidth else None
     row = rec.record(
-        "timing", case=t.case.name + (f" (C3D {t.c3d})" if t.c3d else ""), c3d=t.c3d, job=job, layout=t.case.layout, dtype=t.case.dtype, overlap=t.overlap,
+        "timing", case=t.case.name + (f" (C3D {t.c3d})" if t.c3d else ""), c3d=t.c3d, job=job,
+        layout=t.case.layout, dtype=t.case.dtype, overlap=t.overlap,
         size_class=t.size_class, input_bytes=t.input_bytes, ms=ms, kernel_calls=calls, problems=problems,
         floor_ms=floor_ms, input_sets=len(jax_sets), torch_note=torch_note,
         xla_over_pool3d=(ms["xla"]["min_ms"] / ours) if "xla" in ms else None,

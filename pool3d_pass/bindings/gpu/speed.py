@@ -42,7 +42,8 @@ def gpu_model() -> str:
     """The GPU model `auto` looks up: the CUDA device JAX already uses, else $POOL3D_GPU_DEVICE_KIND, else H200."""
     xla_bridge = sys.modules.get("jax._src.xla_bridge")
     for backend in list((getattr(xla_bridge, "_backends", None) or {}).values()):
-        if getattr(backend, "platform", None) == "gpu" and "rocm" not in str(getattr(backend, "platform_version", "")).lower():
+        version = str(getattr(backend, "platform_version", "")).lower()
+        if getattr(backend, "platform", None) == "gpu" and "rocm" not in version:
             try:
                 return str(backend.devices()[0].device_kind)
             except Exception:  # noqa: BLE001 - a client without devices: the stated default
