@@ -20,6 +20,7 @@ from collections.abc import Iterator
 GPU_KERNELS = "POOL3D_GPU_IMPL"
 GPU_INTERPRET = "POOL3D_GPU_INTERPRET"
 GPU_DEVICE_KIND = "POOL3D_GPU_DEVICE_KIND"
+GPU_DEVICE_KIND_DEFAULT = "NVIDIA H200"
 KERNEL_LIBRARY = "POOL3D_KERNEL_LIBRARY"
 CUDA_LIBRARY = "POOL3D_CUDA_LIBRARY"
 CPU_THREADS = "POOL3D_CPU_THREADS"
@@ -32,8 +33,9 @@ VARIABLES = {
     GPU_KERNELS: ("the gpu binding's kernels: auto, cuda or pallas", "gpu_kernels", "bindings/gpu/implementation.py"),
     GPU_INTERPRET: ("1: the Pallas kernels run in interpret mode, as plain StableHLO", "gpu_interpret",
                     "bindings/gpu/calls.py"),
-    GPU_DEVICE_KIND: ("the GPU the Triton kernels are lowered for where none is present (default NVIDIA H200)",
-                      None, "bindings/gpu/calls.py"),
+    GPU_DEVICE_KIND: ("the GPU the Triton kernels are lowered for, and whose measured table strategy auto "
+                      "reads, where none is present (default NVIDIA H200)",
+                      None, "bindings/gpu/calls.py, bindings/gpu/speed.py"),
     KERNEL_LIBRARY: ("another build of the CPU kernels' extension (e.g. a sanitizer build)", None,
                      "bindings/cpu/registration.py, at the first registration"),
     CUDA_LIBRARY: ("another build of the CUDA kernels' library", None, "bindings/gpu/cuda_library.py"),
@@ -71,6 +73,11 @@ def gpu_interpret() -> bool:
     if options is not None and options.gpu_interpret is not None:
         return options.gpu_interpret
     return os.environ.get(GPU_INTERPRET, "") == "1"
+
+
+def gpu_device_kind() -> str:
+    """The GPU model assumed where no CUDA device is present: $POOL3D_GPU_DEVICE_KIND, else NVIDIA H200."""
+    return os.environ.get(GPU_DEVICE_KIND) or GPU_DEVICE_KIND_DEFAULT
 
 
 def settings_key() -> tuple:

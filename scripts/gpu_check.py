@@ -1,25 +1,37 @@
 """The device check of the gpu binding, in one shot within a fixed time budget (`make gpu-check`).
 
-    PYTHONPATH=. python3 scripts/gpu_check.py [--out DIR] [--budget-s 300]
+    PYTHONPATH=. python3 scripts/gpu_check.py [--out DIR] [--budget-s 450]
     PYTHONPATH=. python3 scripts/gpu_check.py --platform cpu          (dry run, no GPU)
 
 On a machine with an NVIDIA GPU and JAX's CUDA plugin (no internet, no pip
-needed), four stages, each in its own process with its share of the budget:
+needed), these stages in this order, each in its own process with its share
+of the budget; the first two are the kernels' correctness and always get at
+least their floor (REQUIRED_S), whatever the budget:
 
-  numerics  every call of the gpu binding vs the contract's pure-JAX reference
-            (tie-heavy, NaN/inf/-0, subnormal inputs; each program twice: determinism)
-  int64     2^31 elements (64-bit offsets), compared on the device
-  jobs      each pooling job through pool3d_pass.jit vs jax.jit (both strategies)
-  timing    XLA:GPU vs pool3d_pass.jit (indices, recompute) vs PyTorch CUDA, four
-            jobs, both layouts, f32 and bf16, 32 MiB to 2 GiB inputs, copy floor
-  model     a Flax C3D train step, jax.jit vs pool3d_pass.jit
+  numerics     every call of the gpu binding vs the contract's pure-JAX reference
+               and (CUDA kernels) the CPU kernels bit for bit; every call's result
+               buffers poisoned before it runs, twice with two patterns: unwritten
+               elements and nondeterminism fail (tie-heavy, NaN/inf/-0, subnormal inputs)
+  int64        more than 2^31 elements (64-bit offsets): forward, forward_output,
+               backward_from_indices, poisoned, checked on the device
+  sanitizer    the calls on small shapes under compute-sanitizer memcheck and racecheck
+  jobs         each pooling job through pool3d_pass.jit vs jax.jit (both strategies)
+  partitioned  a NamedSharding over a 1-device mesh and shard_map: pool3d_pass.jit vs jax.jit
+  timing       XLA:GPU vs pool3d_pass.jit (indices, recompute) vs PyTorch CUDA, four
+               jobs, both layouts, f32 and bf16, 32 MiB to 2 GiB inputs, C3D's own
+               pools, copy floor
+  variants     the CUDA kernels' launch variants (threads per block, vector or
+               scalar paths) on the 1 GiB rows, one child process per variant
+  model        a Flax C3D train step, jax.jit vs pool3d_pass.jit, and each program's
+               device time split by kernel class (jax.profiler)
 
 Every result is appended to DIR/gpu_check.jsonl and DIR/gpu_check.md as it is
 produced (DIR: --out, else $OUT, else bench/results/gpu_check), so a run
 killed part-way keeps what finished. A stage that would overrun its share
 skips what does not fit and records it as skipped. A summary of at most
 11,000 characters is printed last and written to DIR/gpu_check.log's end.
-Exit status: 1 if a numerics or jobs check failed, 0 otherwise.
+Exit status: 1 if a numerics, int64, sanitizer, jobs or partitioned check
+failed, 0 otherwise.
 
 `--platform cpu` is the dry run: the kernels run in Pallas interpret mode on
 CPU, compiles for "cpu" are pointed at the gpu binding, the shapes are tiny;
@@ -43,8 +55,11 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 from device_check import summary  # noqa: E402
 from device_check.record import Budget, Recorder, read_records  # noqa: E402
 
-# Each stage's share of the budget (what one leaves unused goes to the next).
-STAGES = {"numerics": 0.20, "int64": 0.10, "jobs": 0.10, "timing": 0.43, "model": 0.17}
+# Each stage's share of the budget (what one leaves unused goes to the next), in running order.
+STAGES = {"numerics": 0.15, "int64": 0.06, "sanitizer": 0.17, "jobs": 0.04, "partitioned": 0.03,
+          "timing": 0.24, "variants": 0.16, "model": 0.15}
+# The kernels' correctness runs first and is never cut below these seconds (the others share what is left).
+REQUIRED_S = {"numerics": 60.0, "int64": 40.0}
 CHECK_FAILED = 3  # a stage's exit status when a check failed (1 is Python's, for an uncaught exception)
 GRACE_S = 20.0  # a stage may overrun its share by one item; past this it is killed
 
@@ -55,13 +70,14 @@ def parse_args(argv):
                         help="gpu: the device check; cpu: a dry run in interpret mode (no GPU)")
     parser.add_argument("--out", type=Path, default=None,
                         help="results folder (default: $OUT, else bench/results/gpu_check)")
-    parser.add_argument("--budget-s", type=float, default=300.0, help="the whole run's time budget")
+    parser.add_argument("--budget-s", type=float, default=450.0, help="the whole run's time budget")
     parser.add_argument("--stages", default=",".join(STAGES), help="comma-separated subset of " + ",".join(STAGES))
     parser.add_argument("--rounds", type=int, default=None, help="timed rounds per variant (default 5; dry run 2)")
     parser.add_argument("--no-torch", action="store_true", help="skip the PyTorch column")
     parser.add_argument("--implementation", choices=("auto", "cuda", "pallas"), default=None,
                         help="the gpu binding's kernels (POOL3D_GPU_IMPL; default: the binding's own choice)")
     parser.add_argument("--stage", choices=tuple(STAGES), help=argparse.SUPPRESS)  # a stage's own process
+    parser.add_argument("--variant", default=None, help=argparse.SUPPRESS)  # a launch variant's own process
     return parser.parse_args(argv)
 
 
@@ -137,16 +153,28 @@ def run_stage(args, seconds: float) -> int:
         if dry_run:  # interpret-mode compiles are slow
             numerics.CONFIGS = numerics.CONFIGS[:1]
         cpu = numerics.cpu_kernels() if implementation() == "cuda" else None
-        return CHECK_FAILED if numerics.run(rec, budget, calls, reference, _log, cpu) else 0
+        return CHECK_FAILED if numerics.run(rec, budget, calls, reference, _log, cpu, dry_run) else 0
     if args.stage == "int64":
         from device_check import numerics
-        from pool3d_pass.bindings import reference
         from pool3d_pass.bindings.gpu import calls
 
-        if dry_run:
-            rec.record("skipped", item="2^31 elements", reason="dry run: 4 GiB through interpret mode on the host")
+        return CHECK_FAILED if numerics.run_int64(rec, budget, calls, _log, dry_run) else 0
+    if args.stage == "sanitizer":
+        from device_check import sanitizer
+
+        return CHECK_FAILED if sanitizer.run(rec, budget, dry_run, _log) else 0
+    if args.stage == "partitioned":
+        from device_check import partitioned
+
+        return CHECK_FAILED if partitioned.run(rec, budget, _log, dry_run) else 0
+    if args.stage == "variants":
+        from device_check import variants
+
+        if args.variant is not None:
+            variants.child(rec, budget, dry_run, _log, rounds, args.variant)
             return 0
-        return CHECK_FAILED if numerics.run_int64(rec, budget, calls, reference, _log) else 0
+        variants.run(rec, budget, lambda name, env, seconds: _run_child(args, "variants", seconds, env, name), _log)
+        return 0
     if args.stage == "jobs":
         import cases
         from device_check import jobs
@@ -165,6 +193,17 @@ def run_stage(args, seconds: float) -> int:
 
 
 # --- the whole run ------------------------------------------------------------------
+
+
+def _run_child(args, stage: str, seconds: float, extra_env=None, variant: str | None = None):
+    """Run `stage` (or one variant of it) in its own process with `seconds`; exit status or "killed"."""
+    out = out_dir(args)
+    command = [sys.executable, str(Path(__file__).resolve()), "--stage", stage, "--platform", args.platform,
+               "--out", str(out)] + (["--no-torch"] if args.no_torch else []) + \
+              (["--rounds", str(args.rounds)] if args.rounds else []) + (["--variant", variant] if variant else [])
+    env = dict(os.environ, **(extra_env or {}), POOL3D_CHECK_STAGE_S=str(seconds),
+               PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+    return run_logged(command, env, seconds + GRACE_S, out / "gpu_check.log")
 
 
 def run_logged(command, env, timeout_s: float, log_path: Path):
@@ -206,17 +245,12 @@ def main(argv=None) -> int:
     shares = {s: STAGES[s] for s in wanted}
     for i, stage in enumerate(wanted):
         rest = sum(shares[s] for s in wanted[i:])
-        seconds = budget.left() * shares[stage] / rest
+        seconds = max(budget.left() * shares[stage] / rest, REQUIRED_S.get(stage, 0.0))
         if seconds < 5:
             rec.record("skipped", item=f"stage {stage}", reason=f"budget: {budget.left():.0f} s left")
             continue
         _log(f"stage {stage}: {seconds:.0f} s")
-        command = [sys.executable, str(Path(__file__).resolve()), "--stage", stage, "--platform", args.platform,
-                   "--out", str(out)] + (["--no-torch"] if args.no_torch else []) + \
-                  (["--rounds", str(args.rounds)] if args.rounds else [])
-        env = dict(os.environ, POOL3D_CHECK_STAGE_S=str(seconds),
-                   PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
-        rc = run_logged(command, env, seconds + GRACE_S, out / "gpu_check.log")
+        rc = _run_child(args, stage, seconds)
         if rc == "killed":
             rec.record("stage_error", item=f"stage {stage}", error=f"killed past its {seconds:.0f} s + {GRACE_S:.0f} s")
         if rc not in (0, CHECK_FAILED, "killed"):

@@ -23,14 +23,33 @@ def render(rows: list[dict]) -> str:
     for r in rows:
         if r["kind"] == "bandwidth" and r.get("bytes_per_s"):
             lines.append(f"copy bandwidth (read + write): {float(r['bytes_per_s']) / 1e12:.2f} TB/s")
-    checks = [r for r in rows if r["kind"] in ("calls", "jobs")]
+    checks = [r for r in rows if r["kind"] in ("calls", "jobs", "partitioned")]
     failed = [r for r in checks if r.get("problems")]
     by_stage = Counter(r["kind"] for r in checks)
     lines.append(f"numerics: {len(checks) - len(failed)} passed, {len(failed)} failed "
-                 f"(calls {by_stage['calls']}, jobs {by_stage['jobs']})")
+                 f"(calls {by_stage['calls']}, jobs {by_stage['jobs']}, partitioned {by_stage['partitioned']})")
+    poisoned = [r for r in rows if r["kind"] == "calls" and isinstance(r.get("poison"), dict)]
+    if poisoned:
+        reached = sum(all(f.get("reached") for f in r["poison"].values()) for r in poisoned)
+        unwritten = sum(f.get("unwritten", 0) for r in poisoned for f in r["poison"].values())
+        lines.append(f"poisoned outputs: {reached} of {len(poisoned)} rows proven to reach the kernel; "
+                     f"{unwritten} elements left unwritten")
+    for r in rows:
+        if r["kind"] == "calls" and "elements" in r:
+            lines.append(f"int64: {r['item']}: {'ok' if not r.get('problems') else 'FAIL'}"
+                         + (f" ({'; '.join(r.get('notes') or [])})" if r.get("notes") else ""))
     for r in failed[:15]:
-        what = r.get("item") or f"{r.get('case')} / {r.get('job')} / {r.get('strategy')}"
+        what = r.get("item") or f"{r.get('case')} / {r.get('job')} / {r.get('strategy') or r.get('form')}"
         lines.append(f"  FAIL {what} [{r.get('inputs', '')}]: {'; '.join(r['problems'])[:300]}")
+    sanitized = [r for r in rows if r["kind"] == "sanitizer"]
+    if sanitized:
+        lines.append("sanitizer: " + "; ".join(
+            f"{r['tool']} {r['status']}"
+            + (f" ({r.get('calls')} calls, errors {r.get('errors')})" if "calls" in r else "")
+            for r in sanitized))
+        for r in sanitized:
+            if r.get("report") and r["status"] != "pass":
+                lines.append(f"  {r['tool']}: " + " | ".join(str(x) for x in r["report"])[:600])
     timing = [r for r in rows if r["kind"] == "timing"]
     if timing:
         lines += ["", TABLE_HEADER] + [table_row(r) for r in timing]
@@ -38,6 +57,18 @@ def render(rows: list[dict]) -> str:
         if wins:
             faster = sum(r["xla_over_pool3d"] > 1 for r in wins)
             lines.append(f"pool3d_pass.jit faster than XLA:GPU in {faster} of {len(wins)} rows (min of rounds)")
+    best = [r for r in rows if r["kind"] == "variant_best"]
+    if best:
+        lines.append("launch variants (min ms; fastest):")
+        for r in best:
+            cells = ", ".join(f"{v} {ms:.3f}" for v, ms in r["ms"].items())
+            lines.append(f"  {r['case']} / {r['job']}: {cells}; fastest {r['fastest']}")
+    for r in rows:
+        if r["kind"] == "model_split":
+            from device_check.model import split_text
+
+            lines.append(f"model split {r['model']} / {r['program']} (step {r['step_min_ms']:.2f} ms): "
+                         f"{split_text(r)}")
     for r in rows:
         if r["kind"] == "model":
             lines.append(f"model {r['model']}: jax.jit {r['ms']['jax.jit']['min_ms']:.2f} ms, pool3d_pass.jit "

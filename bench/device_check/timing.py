@@ -10,7 +10,12 @@ fewest bytes the job must move over the device-to-device copy bandwidth
 measured at the start of the stage.
 
 Configuration classes (what `auto` keys on): layout x element type x
-overlapping windows or not x size (input below or above 256 MiB).
+overlapping windows or not x size (input below or above 256 MiB). After the
+class rows, C3D's own pools: the shapes of every max pool of the Flax C3D
+model the model stage runs (its (1,2,2) first pool, 2x2x2 after), read from
+the model's own trace, in bf16 and f32; they are marked `c3d` and stay out of
+the measured table (scripts/gpu_speed_table.py), whose classes are the class
+rows'.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ ROTATE_BYTES = 256 * 2**20  # input sets rotated per variant: together at least 
 @dataclasses.dataclass(frozen=True)
 class Timed:
     case: cases.Case
+    c3d: str | None = None  # which C3D pool (e.g. "pool1"); None: a class row
 
     @property
     def overlap(self) -> bool:
@@ -71,6 +77,53 @@ def device_cases(dry_run: bool) -> list[Timed]:
                 for kernel, stride, padding in (((2, 2, 2), (2, 2, 2), (0, 0, 0)), ((3, 3, 3), (2, 2, 2), (1, 1, 1))):
                     shape = (batch, *spatial, channels) if layout == "NDHWC" else (batch, channels, *spatial)
                     out.append(Timed(cases.Case(shape, kernel, stride, padding, layout=layout, dtype=dtype)))
+    return out
+
+
+def model_pools(net, batch_shape) -> list[tuple]:
+    """(input shape, window, strides, padding pairs, dtype name) of every max pool in `net.apply`, in order.
+
+    Read from the model's jaxpr (`reduce_window_max`), so the shapes are the model's own, not restated.
+    """
+    import jax
+    import jax.numpy as jnp
+
+    x = jax.ShapeDtypeStruct(batch_shape, jnp.float32)
+    params = jax.eval_shape(net.init, jax.random.PRNGKey(0), x)
+    found = []
+
+    def walk(jaxpr):
+        for eqn in jaxpr.eqns:
+            if eqn.primitive.name == "reduce_window_max":
+                aval = eqn.invars[0].aval
+                found.append((tuple(aval.shape), tuple(eqn.params["window_dimensions"]),
+                              tuple(eqn.params["window_strides"]), tuple(eqn.params["padding"]), aval.dtype.name))
+            for value in eqn.params.values():
+                for sub in value if isinstance(value, (list, tuple)) else (value,):
+                    if hasattr(sub, "jaxpr") and hasattr(sub.jaxpr, "eqns"):
+                        walk(sub.jaxpr)
+                    elif hasattr(sub, "eqns"):
+                        walk(sub)
+
+    walk(jax.make_jaxpr(net.apply)(params, x).jaxpr)
+    return found
+
+
+def c3d_cases(dry_run: bool) -> list[Timed]:
+    """C3D's pools (NDHWC) at the model stage's batch and channels, bf16 and f32 activations."""
+    import flax_c3d
+    from device_check.model import DEVICE, DRY_RUN
+
+    cfg = DRY_RUN if dry_run else DEVICE
+    out = []
+    for dtype_name in ("bf16", "f32"):
+        net = flax_c3d.model(cfg["channels"], flax_c3d.PRECISIONS[dtype_name])
+        for level, (shape, window, strides, padding, dtype) in enumerate(model_pools(net, cfg["batch"])):
+            if any(lo != hi for lo, hi in padding) or window[0] != 1 or window[-1] != 1:
+                raise ValueError(f"C3D pool {level + 1}: not an NDHWC pool over D, H, W ({window}, {padding})")
+            case = cases.Case(shape, tuple(window[1:4]), tuple(strides[1:4]), tuple(lo for lo, _ in padding[1:4]),
+                              layout="NDHWC", dtype=dtype)
+            out.append(Timed(case, c3d=f"pool{level + 1}"))
     return out
 
 
@@ -212,7 +265,8 @@ def time_job(t: Timed, job: str, torch, rounds: int, dry_run: bool, bandwidth: f
     ours = min(v["min_ms"] for k, v in ms.items() if k.startswith("pool3d"))
     floor_ms = t.floor_bytes(job) / bandwidth * 1e3 if bandwidth else None
     row = rec.record(
-        "timing", case=t.case.name, job=job, layout=t.case.layout, dtype=t.case.dtype, overlap=t.overlap,
+        "timing", case=t.case.name + (f" (C3D {t.c3d})" if t.c3d else ""), c3d=t.c3d, job=job,
+        layout=t.case.layout, dtype=t.case.dtype, overlap=t.overlap,
         size_class=t.size_class, input_bytes=t.input_bytes, ms=ms, kernel_calls=calls, problems=problems,
         floor_ms=floor_ms, input_sets=len(jax_sets), torch_note=torch_note,
         xla_over_pool3d=(ms["xla"]["min_ms"] / ours) if "xla" in ms else None,
@@ -251,10 +305,14 @@ def run(rec, budget, torch, dry_run: bool, log, rounds: int) -> None:
     log(f"copy bandwidth: {bandwidth}")
     rec.table(TABLE_HEADER)
     per_item = 3.0
+    rows = device_cases(dry_run) + c3d_cases(dry_run)
     for job in JOBS:
-        for t in device_cases(dry_run):
+        for t in rows:
+            if t.c3d and job == "forward alone":  # the model's jobs: what a train or inference step runs
+                continue
             if not budget.fits(per_item):
-                rec.record("skipped", item=f"{t.case.name} / {job}", reason=f"budget: {budget.left():.0f} s left")
+                name = t.case.name + (f" (C3D {t.c3d})" if t.c3d else "")
+                rec.record("skipped", item=f"{name} / {job}", reason=f"budget: {budget.left():.0f} s left")
                 continue
             start = time.monotonic()
             try:

@@ -44,7 +44,6 @@ import contextlib
 import functools
 import logging
 import math
-import os
 
 import jax
 
@@ -56,7 +55,7 @@ logger = logging.getLogger("pool3d_pass")
 
 INTERPRET_ENV = environment.GPU_INTERPRET
 DEVICE_KIND_ENV = environment.GPU_DEVICE_KIND
-DEFAULT_DEVICE_KIND = "NVIDIA H200"
+DEFAULT_DEVICE_KIND = environment.GPU_DEVICE_KIND_DEFAULT
 TRITON_CALL_TARGET = "__gpu$xla.gpu.triton"
 # Kernel names (the Triton kernels' names in the lowered call and in the PTX).
 KERNEL_NAMES = {
@@ -132,7 +131,7 @@ def _lowering_device():
         return contextlib.nullcontext()
     sharding = jax.sharding
     device = sharding.AbstractDevice(
-        device_kind=os.environ.get(DEVICE_KIND_ENV, DEFAULT_DEVICE_KIND), num_cores=None, platform="cuda"
+        device_kind=environment.gpu_device_kind(), num_cores=None, platform="cuda"
     )
     # An EMPTY mesh: a named axis would put an sdy.mesh and sharding
     # constraints into the lowered function, which the splice cannot carry.

@@ -2,19 +2,31 @@
 
 The device check (scripts/gpu_check.py) times XLA:GPU against pool3d_pass.jit
 per class: layout, element type, overlapping windows or not, input below or
-above 256 MiB. `measured.py` holds the ratios (generated from a stored run,
-per implementation of the binding). Under `auto` a gradient is rewritten only
+above 256 MiB. `measured.py` holds the ratios (generated from stored runs),
+keyed by (implementation of the binding, GPU model). Under `auto` a gradient is rewritten only
 where both gradient jobs ("gradient only" and "forward + gradient") were at
 least `WIN` times faster, an inference pool only where "inference" was; every
-other call stays XLA's, with a remark naming the measured ratio. A class or
-implementation never measured stays XLA's too. An explicit strategy
-("indices", "recompute") uses the binding everywhere it can run.
+other call stays XLA's, with a remark naming the measured ratio. A class,
+implementation or GPU model never measured stays XLA's too: an H100 and an
+H200 are the same chip with different memory bandwidth, so one model's run
+says nothing certain about another's.
+
+The GPU model (`gpu_model()`): the device kind of the CUDA device JAX is
+already using in this process (`jax.devices()[0].device_kind`, e.g. "NVIDIA
+H200"); where JAX has made no CUDA client (a deviceless compile, a rewrite on
+a machine without a GPU), the device the kernels are lowered for:
+`POOL3D_GPU_DEVICE_KIND`, default "NVIDIA H200" (environment.py). No JAX client is
+made here to find out.
+
+An explicit strategy ("indices", "recompute") uses the binding everywhere it can run.
 """
 
 from __future__ import annotations
 
 import math
+import sys
 
+from pool3d_pass import environment
 from pool3d_pass.bindings.gpu import measured
 from pool3d_pass.contract import FORWARD_OUTPUT
 
@@ -24,6 +36,19 @@ LARGE_BYTES = 256 * 2**20
 ITEMSIZE = {"f32": 4, "bf16": 2, "f16": 2}
 GRADIENT_JOBS = ("gradient only", "forward + gradient")
 OPT_IN = "ask for strategy 'indices' or 'recompute' to use it anyway"
+
+
+def gpu_model() -> str:
+    """The GPU model `auto` looks up: the CUDA device JAX already uses, else $POOL3D_GPU_DEVICE_KIND, else H200."""
+    xla_bridge = sys.modules.get("jax._src.xla_bridge")
+    for backend in list((getattr(xla_bridge, "_backends", None) or {}).values()):
+        version = str(getattr(backend, "platform_version", "")).lower()
+        if getattr(backend, "platform", None) == "gpu" and "rocm" not in version:
+            try:
+                return str(backend.devices()[0].device_kind)
+            except Exception:  # noqa: BLE001 - a client without devices: the stated default
+                break
+    return environment.gpu_device_kind()
 
 
 def configuration_class(signature, input_shape) -> tuple:
@@ -37,12 +62,21 @@ def describe(key) -> str:
     return f"{layout} {dtype} {'overlapping' if overlapping else 'non-overlapping'} windows, {size} input"
 
 
-def auto_refusal(signature, input_shape, implementation: str) -> str | None:
-    """Why `auto` leaves this call to XLA:GPU (None: the device run measured the binding faster)."""
+def auto_refusal(signature, input_shape, implementation: str, model: str | None = None) -> str | None:
+    """Why `auto` leaves this call to XLA:GPU (None: a device run on this GPU model measured the binding faster).
+
+    `model`: the GPU model (default: `gpu_model()`).
+    """
+    model = gpu_model() if model is None else model
     key = configuration_class(signature, input_shape)
-    run = measured.RUNS.get(implementation)
-    jobs = measured.RATIOS.get(implementation, {}).get(key)
-    if run is None or jobs is None:
+    run = measured.RUNS.get((implementation, model))
+    jobs = measured.RATIOS.get((implementation, model), {}).get(key)
+    if run is None:
+        others = sorted(m for impl, m in measured.RUNS if impl == implementation)
+        where = f" (measured on {', '.join(others)} only)" if others else ""
+        return (f"{implementation} kernels not measured on a GPU of model {model!r}{where} (strategy auto leaves "
+                f"GPU programs to XLA there); {OPT_IN}")
+    if jobs is None:
         return (f"{implementation} kernels not measured on a GPU for {describe(key)} (strategy auto leaves "
                 f"GPU programs to XLA there); {OPT_IN}")
     wanted = ("inference",) if signature.call == FORWARD_OUTPUT else GRADIENT_JOBS
@@ -52,4 +86,4 @@ def auto_refusal(signature, input_shape, implementation: str) -> str | None:
     if ratio >= WIN:
         return None
     return (f"XLA:GPU measured faster for {describe(key)} (XLA time / kernel time {ratio:.2f}x on "
-            f"{run.get('device')}, {run.get('file')}); {OPT_IN}")
+            f"{model}, {run.get('file')}); {OPT_IN}")
