@@ -27,6 +27,8 @@ CPU_THREADS = "POOL3D_CPU_THREADS"
 POISON_SCRATCH = "POOL3D_POISON_SCRATCH"
 BUILD_CUDA = "POOL3D_BUILD_CUDA"
 FFI_INCLUDE = "POOL3D_FFI_INCLUDE"
+CUDA_THREADS = "POOL3D_CUDA_THREADS"
+CUDA_VECTOR = "POOL3D_CUDA_VECTOR"
 
 # name: (what it sets, the PassOptions field it overrides or None, who reads it)
 VARIABLES = {
@@ -44,6 +46,9 @@ VARIABLES = {
                      "the C++ kernels"),
     BUILD_CUDA: ("0: build without the CUDA kernels", None, "the build (bindings/gpu/cuda_build.py)"),
     FFI_INCLUDE: ("a jaxlib include/ folder to compile the kernels against", None, "the build (CMakeLists.txt)"),
+    CUDA_THREADS: ("the CUDA kernels' threads per block (64 to 1024, a multiple of 32; default 256)", None,
+                   "bindings/gpu/cuda/kernels.cu, at every call"),
+    CUDA_VECTOR: ("0: the CUDA kernels' generic (scalar) paths only", None, "bindings/gpu/cuda/kernels.cu, at every call"),
 }
 
 _active: contextvars.ContextVar = contextvars.ContextVar("pool3d_pass_options", default=None)

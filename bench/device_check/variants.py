@@ -22,8 +22,10 @@ import math
 import os
 import time
 
-THREADS_ENV = "POOL3D_CUDA_THREADS"
-VECTOR_ENV = "POOL3D_CUDA_VECTOR"
+from pool3d_pass import environment
+
+THREADS_ENV = environment.CUDA_THREADS
+VECTOR_ENV = environment.CUDA_VECTOR
 # name: the variables the child runs with (the first is the library's default)
 VARIANTS = {
     "256 threads, vector": {THREADS_ENV: "256"},
