@@ -154,9 +154,11 @@ POOL3D_HD inline void StoreVec(M* p, const M* v) {
 
 // ---------------------------------------------------------------------------
 // Values: the searches compare as f32 (exact for bf16 and f16), which gives
-// the contract's order directly: NaN compares false with everything (so it
-// is never selected by a compare and is tracked on its own), +0 == -0 (so
-// the first zero tap is found), and padding is read as NaN (never selected).
+// the contract's order directly: +0 == -0 (so the first zero tap is found),
+// and a NaN compares false with everything, so it is never taken by a
+// compare; the running maximum propagates NaN instead (max.NaN), which says
+// at the end whether the window held one. Padding reads as -inf and is never
+// taken (each compare is gated by `real`).
 
 template <class T>
 POOL3D_HD inline float Wide(typename T::M v) {
@@ -189,30 +191,42 @@ POOL3D_HD inline typename T::M Narrow(float f) {
   }
 }
 
-POOL3D_HD inline float NotANumber() { return BitsFloat(0x7fc00000u); }
+POOL3D_HD inline float NegativeInfinity() { return BitsFloat(0xff800000u); }
 
-// One window's search: the maximum so far (-inf: none yet), the first tap
-// holding it, and whether a real element was NaN.
+// The larger of a and b, NaN where either is NaN (PTX max.NaN.f32, sm_80+;
+// one instruction, FMNMX.NAN).
+POOL3D_HD inline float MaxNan(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  float r;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+#else
+  if (a != a || b != b) return BitsFloat(0x7fffffffu);
+  return a > b ? a : b;
+#endif
+}
+
+// One window's search: the maximum so far (NaN once a real element was NaN;
+// -inf: none yet) and the first tap holding it.
 struct Best {
   float m;
   int32_t tap;
-  bool nan;
 };
 
 POOL3D_HD inline void Reset(Best* b) {
-  b->m = BitsFloat(0xff800000u);  // -inf: a real -inf is still taken (>=)
+  b->m = NegativeInfinity();  // a real -inf is still taken (>=)
   b->tap = -1;
-  b->nan = false;
 }
 
 // Taps are visited last to first: `>=` then leaves the first tap holding the
 // maximum, and a plain overwrite on equality the first tap equal to a value.
-POOL3D_HD inline void Take(Best* b, float v, int32_t t) {
-  const bool ge = v >= b->m;
-  b->m = ge ? v : b->m;
+POOL3D_HD inline void Take(Best* b, float v, bool real, int32_t t) {
+  const bool ge = real && v >= b->m;
   b->tap = ge ? t : b->tap;
-  b->nan |= v != v;
+  b->m = MaxNan(b->m, v);  // padding is -inf: no change
 }
+
+POOL3D_HD inline bool HeldNan(const Best& b) { return b.m != b.m; }
 
 // What a window's search gives: the output value and the contract's index
 // (-1 where the window holds a NaN). The rare outputs go back to the
@@ -223,9 +237,10 @@ POOL3D_HD inline void Finish(const G& g, const typename T::M* xp, const I* st,
                              I d0, I h0, I w0, const Best& b,
                              typename T::M* y, int16_t* idx) {
   using M = typename T::M;
-  if (idx != nullptr) *idx = int16_t(b.nan ? -1 : b.tap);
+  const bool nan = HeldNan(b);
+  if (idx != nullptr) *idx = int16_t(nan ? -1 : b.tap);
   if (y == nullptr) return;
-  if (!b.nan && b.m != 0.0f) {
+  if (!nan && b.m != 0.0f) {
     *y = Narrow<T>(b.m);
     return;
   }
@@ -285,7 +300,7 @@ POOL3D_HD inline void LoadRowNcdhw(const Launch<int32_t>& g,
     for (int t = 0; t < S::kSeg; ++t) {
       const int32_t c = c0 + t;
       real[t] = row_ok && uint32_t(c) < uint32_t(g.W);
-      val[t] = real[t] ? Wide<T>(xp[(d * g.H + h) * g.W + c]) : NotANumber();
+      val[t] = real[t] ? Wide<T>(xp[(d * g.H + h) * g.W + c]) : NegativeInfinity();
     }
   }
 }
@@ -327,14 +342,12 @@ POOL3D_HD inline void SearchNcdhw(const Launch<int32_t>& g,
 #pragma unroll
         for (int tw = W::kW - 1; tw >= 0; --tw) {
           const float v = val[j * W::sW + tw];
+          const bool r = real[j * W::sW + tw];
           const int32_t t = (td * W::kH + th) * W::kW + tw;
           if constexpr (kSelectOnly) {
-            best[j].tap = v == target[j] ? t : best[j].tap;
+            best[j].tap = r && v == target[j] ? t : best[j].tap;
           } else {
-            const bool ge = v >= best[j].m;
-            best[j].m = ge ? v : best[j].m;
-            best[j].tap = ge ? t : best[j].tap;
-            best[j].nan |= real[j * W::sW + tw] && v != v;
+            Take(&best[j], v, r, t);
           }
         }
     }
@@ -374,14 +387,11 @@ POOL3D_HD inline void SearchNdhwc(const Launch<int32_t>& g,
         const int32_t t = (td * W::kH + th) * W::kW + tw;
 #pragma unroll
         for (int j = 0; j < V; ++j) {
-          const float v = ok ? Wide<T>(x[j]) : NotANumber();
+          const float v = ok ? Wide<T>(x[j]) : NegativeInfinity();
           if constexpr (kSelectOnly) {
-            best[j].tap = v == target[j] ? t : best[j].tap;
+            best[j].tap = ok && v == target[j] ? t : best[j].tap;
           } else {
-            const bool ge = v >= best[j].m;
-            best[j].m = ge ? v : best[j].m;
-            best[j].tap = ge ? t : best[j].tap;
-            best[j].nan |= ok && v != v;
+            Take(&best[j], v, ok, t);
           }
         }
       }
@@ -944,7 +954,7 @@ struct FusedUnit {
         SearchNcdhw<T, W, V, false, false>(g, xp, od, oh, ow0, nullptr, best);
       }
 #pragma unroll
-      for (int j = 0; j < V; ++j) tap[j] = best[j].nan ? -1 : best[j].tap;
+      for (int j = 0; j < V; ++j) tap[j] = HeldNan(best[j]) ? -1 : best[j].tap;
       LoadGradient<T, V>(p.go + o0, gv);
       WriteBlockNcdhw<T, W, V>(g, p.dx + plane * (g.D * g.H * g.W), od, oh,
                                ow0, tap, gv);
@@ -966,7 +976,7 @@ struct FusedUnit {
         SearchNdhwc<T, W, V, false, false>(g, xp, d0, h0, w0, nullptr, best);
       }
 #pragma unroll
-      for (int j = 0; j < V; ++j) tap[j] = best[j].nan ? -1 : best[j].tap;
+      for (int j = 0; j < V; ++j) tap[j] = HeldNan(best[j]) ? -1 : best[j].tap;
       LoadGradient<T, V>(p.go + o0, gv);
       WriteBlockNdhwc<T, W, V>(g, p.dx + in0, od, oh, ow, tap, gv);
     }
