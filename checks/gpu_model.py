@@ -1,0 +1,474 @@
+"""The static speed budget of the CUDA kernels (`make gpu-model`): predicted time per bench row from their sm_90a SASS, no GPU.
+
+Why: the kernels' speed on the bench's rows can be bounded before a device
+run, from what they issue per element and what they must move, and set
+beside the byte floor and XLA:GPU's measured time (issue 46's targets: at
+most 1.3x the floor on every 1 GiB training row).
+
+What it counts: the kernels a job launches (`JOBS`), each kernel's main-loop
+iteration by issue pipe (checks/sass.py: the heaviest path through the
+grid-stride loop, inner loops once per trip), how many iterations ("units")
+and bytes each launch has on the row. A launch's predicted time is
+
+    max(bytes / bandwidth, warps x max(total / 4, alu / 2, fma / 2, xu / 0.5, memory / 1) / (SMs x clock))
+    + LAUNCH_US,
+
+warps = units / 32, counts per iteration, rates in warp-instructions per clock
+per SM (`Machine`). The rows (shape, job, byte floor, XLA:GPU's time) come from
+the newest stored device run, bench/results/gpu-*.jsonl: the floor's bytes are
+its floor_ms times its measured copy bandwidth. These are predictions, not
+measurements.
+
+    python -m checks.gpu_model [--gpu h200|h100] [--results FILE] [--cubin FILE ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import glob
+import json
+import math
+import os
+import re
+import sys
+from collections.abc import Callable
+
+from checks import sass
+from pool3d_pass.contract import pooled_extent
+
+LAUNCH_US = 3.0  # per kernel: launch, ramp-up and tail of a grid that fills the GPU (an assumption)
+WARP = 32
+RESULTS_GLOB = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench", "results",
+                            "gpu-*.jsonl")
+JOB_NAMES = ("gradient only", "forward + gradient", "inference")
+
+
+@dataclasses.dataclass(frozen=True)
+class Machine:
+    """A Hopper GPU's figures. SMs and the 1.98 GHz boost clock: NVIDIA's H100 SXM datasheet (the H200 is the
+    same GH100 chip); issue: one warp-instruction per clock in each of an SM's 4 partitions; pipe rates from the
+    CUDA C++ Programming Guide's arithmetic-instruction table for compute capability 9.0 (64 lanes a clock for
+    ALU and integer multiply-add, 16 for conversions and MUFU; float adds/fmas, 128 there, are counted at the
+    integer rate); memory pipe 32 lanes a clock (the SM's 32 load/store units, H100 whitepaper); bandwidth:
+    the device-to-device copy measured in bench/results (H200) or its usual figure (H100)."""
+
+    name: str
+    sms: int
+    ghz: float
+    bandwidth: float  # bytes read + written per second
+    rates: tuple[tuple[str, float], ...] = (("total", 4.0), ("alu", 2.0), ("fma", 2.0), ("xu", 0.5),
+                                            ("memory", 1.0))
+
+
+GPUS = {
+    "h200": Machine("NVIDIA H200", sms=132, ghz=1.98, bandwidth=4.25e12),
+    "h100": Machine("NVIDIA H100", sms=132, ghz=1.98, bandwidth=3.0e12),
+}
+
+
+# --- the bench's rows -----------------------------------------------------------------
+
+_CASE = re.compile(r"^(NCDHW|NDHWC) (f32|bf16) \(([\d, ]+)\) k([\dx]+) s([\dx]+)(?: p([\dx]+))?$")
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    """One timed bench row: a pooling problem and a job."""
+
+    case: str
+    job: str
+    layout: str
+    dtype: str
+    shape: tuple[int, ...]
+    kernel: tuple[int, int, int]
+    stride: tuple[int, int, int]
+    padding: tuple[int, int, int]
+    size_class: str  # "large" (the 1 GiB rows) or "small" (32 MiB)
+    floor_bytes: float
+    xla_ms: float | None
+    measured_on: str
+
+    @property
+    def itemsize(self) -> int:
+        return 4 if self.dtype == "f32" else 2
+
+    @property
+    def spatial(self) -> tuple[int, ...]:
+        return self.shape[1:4] if self.layout == "NDHWC" else self.shape[2:5]
+
+    @property
+    def n(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def m(self) -> int:
+        out = [pooled_extent(d, k, s, p, p) for d, k, s, p in zip(self.spatial, self.kernel, self.stride, self.padding)]
+        return self.n // math.prod(self.spatial) * math.prod(out)
+
+    @property
+    def overlap(self) -> bool:
+        return any(s < k for k, s in zip(self.kernel, self.stride))
+
+
+def _triple(text: str | None) -> tuple[int, int, int]:
+    if text is None:
+        return (0, 0, 0)
+    parts = tuple(int(v) for v in text.split("x"))
+    return parts * 3 if len(parts) == 1 else parts
+
+
+def parse_case(name: str) -> dict:
+    """Layout, dtype, shape and window of a bench case name (bench/cases.py's Case.name: uniform padding)."""
+    m = _CASE.match(name)
+    if m is None:
+        raise ValueError(f"not a rank-5 bench case name: {name!r}")
+    layout, dtype, shape, k, s, p = m.groups()
+    return dict(layout=layout, dtype=dtype, shape=tuple(int(v) for v in shape.split(",")), kernel=_triple(k),
+                stride=_triple(s), padding=_triple(p))
+
+
+def newest_results() -> str | None:
+    found = sorted(glob.glob(RESULTS_GLOB))
+    return found[-1] if found else None
+
+
+def load_rows(path: str) -> list[Row]:
+    """The timing rows of a stored device run, for JOB_NAMES."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            records = [json.loads(line) for line in f if line.strip()]
+    except (OSError, json.JSONDecodeError) as error:
+        raise ValueError(f"--results {path}: {error}") from None
+    bandwidth = next((r.get("bytes_per_s") for r in records if r.get("kind") == "bandwidth"), None)
+    device = next((r.get("device_kind") for r in records if r.get("kind") == "machine"), "unknown GPU")
+    if not bandwidth:
+        raise ValueError(f"--results {path}: no measured copy bandwidth (a 'bandwidth' record)")
+    rows = []
+    for r in records:
+        if r.get("kind") != "timing" or r.get("job") not in JOB_NAMES or r.get("floor_ms") is None:
+            continue
+        xla = r.get("ms", {}).get("xla", {}).get("min_ms")
+        rows.append(Row(case=r["case"], job=r["job"], **parse_case(r["case"]), size_class=r.get("size_class", "small"),
+                        floor_bytes=r["floor_ms"] / 1e3 * bandwidth, xla_ms=xla, measured_on=device))
+    if not rows:
+        raise ValueError(f"--results {path}: no timing rows for {', '.join(JOB_NAMES)}")
+    return rows
+
+
+# --- which kernels a job launches -------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Role:
+    """A launch's part in a job: "window" (mode 0 forward y + indices, 1 forward_output y, 2 indices only,
+    3 select), "gather" (the gradient from indices) or "fused" (mode 0 backward_from_input, 1 backward)."""
+
+    kind: str
+    mode: int | None = None
+
+    def bytes(self, row: Row) -> int:
+        """Each operand read once, each result written once (int16 indices)."""
+        n, m, s = row.n, row.m, row.itemsize
+        return {("window", 0): n * s + m * s + 2 * m, ("window", 1): n * s + m * s, ("window", 2): n * s + 2 * m,
+                ("window", 3): n * s + m * s + 2 * m, ("gather", None): m * s + 2 * m + n * s,
+                ("fused", 0): 2 * n * s + m * s, ("fused", 1): 2 * n * s + 2 * m * s}[(self.kind, self.mode)]
+
+
+def job_roles(job: str, row: Row, fused: bool) -> list[Role]:
+    """The launches of a job with strategy `indices` (what `auto` picks); `fused`: the kernels have FusedKernel."""
+    if job == "inference":
+        return [Role("window", 1)]
+    if job == "forward + gradient":
+        return [Role("window", 0), Role("gather")]
+    if fused and not row.overlap:
+        return [Role("fused", 0)]
+    return [Role("window", 2), Role("gather")]
+
+
+@dataclasses.dataclass(frozen=True)
+class Generation:
+    """One set of kernels: how a role's kernel is found among the SASS functions, its units and inner-loop trips."""
+
+    name: str
+    find: Callable[[list[sass.Function], Role, Row], tuple[sass.Function, dict] | None]
+    units: Callable[[Role, Row, dict], float]
+    trips: Callable[[Role, Row, dict], dict[int, float]]
+    fused: bool
+
+
+def _k_over_s(row: Row) -> dict[int, float]:
+    """Windows covering an input element, per axis (depth 1 = D): k / s on average."""
+    return {d + 1: k / s for d, (k, s) in enumerate(zip(row.kernel, row.stride))}
+
+
+def _taps(row: Row) -> dict[int, float]:
+    return {d + 1: float(k) for d, k in enumerate(row.kernel)}
+
+
+# Today's kernels (pool3d_window / pool3d_select / pool3d_gather<T, I>): one output or input element per
+# iteration, loops over taps (window) and covering windows (gather) nested D, H, W; I is int64 where an
+# offset plus one grid stride (256 x 65536 threads) can pass 2^31 - 1 (kernels.cu, NeedsWideOffsets).
+_ELEMENT_TYPE = {"f32": "F32T", "bf16": "BF16T"}
+_TODAY = {"window": "pool3d_window", "gather": "pool3d_gather"}
+
+
+def _today_find(functions, role, row):
+    if role.kind not in _TODAY:
+        return None
+    wide = max(row.n, row.m) + 256 * 65536 > 2**31 - 1
+    want = f"{_TODAY[role.kind]}<pool3d::{_ELEMENT_TYPE[row.dtype]}, {'long' if wide else 'int'}>"
+    fn = next((f for f in functions if want in f.name), None)
+    return (fn, {"V": 1, "specialised": False}) if fn else None
+
+
+TODAY = Generation(
+    name="pool3d_window/pool3d_gather (one element per iteration)",
+    find=_today_find,
+    units=lambda role, row, args: row.n if role.kind == "gather" else row.m,
+    trips=lambda role, row, args: _k_over_s(row) if role.kind == "gather" else _taps(row),
+    fused=False,
+)
+
+
+# The specialised kernels (namespace pool3d::gpu): WindowKernel<T, Win, L, V, Mode>, GatherKernel<T, Win, L, V>,
+# FusedKernel<T, Win, L, V, Mode>; Win = Fixed<KD,KH,KW,SD,SH,SW,PD,PH,PW> or Generic; L = 0 NCDHW, 1 NDHWC;
+# V > 1 a vector path. A unit is V outputs (window), V windows (fused; gather without overlap) or V input
+# elements (gather with overlap). The widest V built for the row's class is the one the bench's aligned
+# shapes get.
+_TEMPLATES = {"window": "WindowKernel", "gather": "GatherKernel", "fused": "FusedKernel"}
+
+
+def template_args(name: str, template: str) -> list[str] | None:
+    """The template arguments of `template<...>` in a demangled name, split at top-level commas."""
+    m = re.search(rf"\b{template}<", name)
+    if m is None:
+        return None
+    depth, start, args = 1, m.end(), []
+    for i in range(m.end(), len(name)):
+        c = name[i]
+        if c == "<":
+            depth += 1
+        elif c == ">":
+            depth -= 1
+            if depth == 0:
+                args.append(name[start:i].strip())
+                return args
+        elif c == "," and depth == 1:
+            args.append(name[start:i].strip())
+            start = i + 1
+    return None
+
+
+def _int(text: str) -> int | None:
+    m = re.fullmatch(r"(?:\(\w+\))?(-?\d+)[ulUL]*", text.strip())
+    return int(m.group(1)) if m else None
+
+
+def _new_find(functions, role, row):
+    template = _TEMPLATES[role.kind]
+    window = (*row.kernel, *row.stride, *row.padding)
+    layout = {"NCDHW": 0, "NDHWC": 1}[row.layout]
+    found = []
+    for fn in functions:
+        args = template_args(fn.name, template)
+        if not args or len(args) < 4 or _ELEMENT_TYPE[row.dtype] not in args[0]:
+            continue
+        if _int(args[2]) != layout or (role.mode is not None and (len(args) < 5 or _int(args[4]) != role.mode)):
+            continue
+        fixed = template_args(args[1], "Fixed")
+        if fixed is not None and tuple(_int(a) for a in fixed) != window:
+            continue
+        if fixed is None and "Generic" not in args[1]:
+            continue
+        found.append((fixed is not None, _int(args[3]) or 1, fn))
+    if not found:
+        return None
+    specialised, v, fn = max(found, key=lambda f: (f[0], f[1]))
+    return fn, {"V": v, "specialised": specialised}
+
+
+def _new_units(role, row, args):
+    per = row.n if role.kind == "gather" and row.overlap else row.m
+    return per / args["V"]
+
+
+NEW = Generation(
+    name="WindowKernel/GatherKernel/FusedKernel",
+    find=_new_find,
+    units=_new_units,
+    trips=lambda role, row, args: {} if args["specialised"] else (
+        _k_over_s(row) if role.kind == "gather" else _taps(row)),
+    fused=True,
+)
+
+
+def generation(functions: list[sass.Function]) -> Generation:
+    """The kernel set the SASS holds."""
+    if any(template_args(f.name, t) for f in functions for t in _TEMPLATES.values()):
+        return NEW
+    return TODAY
+
+
+# --- the model -------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Launch:
+    role: Role
+    function: sass.Function
+    args: dict
+    units: float
+    per_unit: dict[str, float]
+    bytes: int
+    memory_ms: float
+    issue_ms: float
+    bound: str
+
+    @property
+    def ms(self) -> float:
+        return max(self.memory_ms, self.issue_ms) + LAUNCH_US / 1e3
+
+    @property
+    def tag(self) -> str:
+        letter = {"window": "W", "gather": "G", "fused": "F"}[self.role.kind]
+        mode = "" if self.role.mode is None else str(self.role.mode)
+        kind = "s" if self.args["specialised"] else "g"
+        return f"{letter}{mode}{kind}" + (f"x{self.args['V']}" if self.args["V"] > 1 else "")
+
+
+def launch(gen: Generation, functions, role: Role, row: Row, machine: Machine) -> Launch:
+    found = gen.find(functions, role, row)
+    if found is None:
+        raise LookupError(f"no {role.kind} kernel (mode {role.mode}) for {row.case} in the SASS ({gen.name})")
+    fn, args = found
+    per_unit = fn.iteration_cost(gen.trips(role, row, args))
+    units = gen.units(role, row, args)
+    nbytes = role.bytes(row)
+    clocks = {pipe: per_unit.get(pipe, 0.0) / rate for pipe, rate in machine.rates}
+    bound_pipe = max(clocks, key=clocks.get)
+    issue_ms = units / WARP * clocks[bound_pipe] / (machine.sms * machine.ghz * 1e9) * 1e3
+    memory_ms = nbytes / machine.bandwidth * 1e3
+    bound = "bytes" if memory_ms >= issue_ms else ("issue" if bound_pipe == "total" else bound_pipe)
+    return Launch(role, fn, args, units, per_unit, nbytes, memory_ms, issue_ms, bound)
+
+
+def predict(functions, row: Row, machine: Machine) -> list[Launch]:
+    gen = generation(functions)
+    return [launch(gen, functions, role, row, machine) for role in job_roles(row.job, row, gen.fused)]
+
+
+# --- printing --------------------------------------------------------------------------
+
+SHOWN_PIPES = ("alu", "fma", "xu", "memory", "total")
+JOB_TAGS = {"gradient only": "grad", "forward + gradient": "fwd+grad", "inference": "infer"}
+
+
+def short_case(row: Row) -> str:
+    return re.sub(r"\((.*?)\)", lambda m: m.group(1).replace(", ", "x"), row.case)
+
+
+def kernel_name(fn: sass.Function) -> str:
+    """The demangled name without its parameter list."""
+    name, depth = fn.name, 0
+    for i in range(len(name) - 1, -1, -1):
+        depth += {")": 1, "(": -1}.get(name[i], 0)
+        if depth == 0 and name[i] == "(":
+            return name[:i].removeprefix("void ")
+    return name
+
+
+def _count(v: float) -> str:
+    return f"{v:5.1f}" if v < 100 else f"{v:5.0f}"
+
+
+def table(functions, rows: list[Row], machine: Machine) -> list[str]:
+    head = (f"{'case':<35} {'job':<8} {'kernels':<10} {'alu':>5} {'fma':>5} {'xu':>5} {'mem':>5} {'all':>5} "
+            f"{'bound':<5} {'pred':>6} {'floor':>6} {'XLA':>6} {'p/fl':>6} {'XLA/p':>6}")
+    lines = [head, "-" * len(head)]
+    for row in rows:
+        try:
+            launches = predict(functions, row, machine)
+        except LookupError as error:
+            lines.append(f"{short_case(row):<35} {JOB_TAGS[row.job]:<8} {error}")
+            continue
+        per_elem = {p: sum(l.units * l.per_unit.get(p, 0.0) for l in launches) / row.n for p in SHOWN_PIPES}
+        pred = sum(l.ms for l in launches)
+        floor = row.floor_bytes / machine.bandwidth * 1e3
+        xla = row.xla_ms if row.measured_on == machine.name else None
+        bound = max(launches, key=lambda l: l.ms).bound
+        lines.append(
+            f"{short_case(row):<35} {JOB_TAGS[row.job]:<8} {'+'.join(l.tag for l in launches):<10} "
+            + " ".join(_count(per_elem[p]) for p in SHOWN_PIPES)
+            + f" {bound:<5} {pred:>6.3f} {floor:>6.3f} {(f'{xla:.3f}' if xla else '-'):>6} {pred / floor:>5.2f}x"
+            + (f" {xla / pred:>5.2f}x" if xla else "      -"))
+    return lines
+
+
+def kernel_lines(functions, rows: list[Row], machine: Machine) -> list[str]:
+    seen, lines = set(), []
+    for row in rows:
+        try:
+            launches = predict(functions, row, machine)
+        except LookupError:
+            continue
+        for l in launches:
+            key = (l.function.name, l.tag, row.kernel, row.stride)
+            if key in seen:
+                continue
+            seen.add(key)
+            counts = " ".join(f"{p} {l.per_unit[p]:.0f}" for p in (*sass.PIPE_NAMES, "total") if l.per_unit.get(p))
+            window = f"k{'x'.join(map(str, row.kernel))} s{'x'.join(map(str, row.stride))}"
+            loops = f"inner loops at {window}'s trips" if l.function.inner_loops() else "no inner loop"
+            lines.append(f"  {l.tag:<7} {kernel_name(l.function)}")
+            lines.append(f"          per unit ({loops}): {counts}")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--gpu", choices=sorted(GPUS), default="h200", help="the machine model (default h200)")
+    parser.add_argument("--results", help="a stored device run (default: the newest bench/results/gpu-*.jsonl)")
+    parser.add_argument("--cubin", action="append", help="read this cubin instead of building the kernels")
+    args = parser.parse_args(argv)
+    machine = GPUS[args.gpu]
+    path = args.results or newest_results()
+    if path is None:
+        parser.error(f"--results: no stored device run matches {RESULTS_GLOB}")
+    try:
+        rows = load_rows(path)
+    except ValueError as error:
+        parser.error(str(error))
+    if args.cubin:
+        missing = [c for c in args.cubin if not os.path.isfile(c)]
+        if missing:
+            parser.error(f"--cubin: no such file: {', '.join(missing)}")
+    try:
+        functions = sass.kernels(cubins=args.cubin)
+    except (sass.Unavailable, RuntimeError) as error:
+        print(f"gpu-model: {error}", file=sys.stderr)
+        return 1
+    gen = generation(functions)
+    rates = ", ".join(f"{p} {r:g}" for p, r in machine.rates)
+    print(f"Predicted (not measured) on an {machine.name}: {machine.sms} SMs, {machine.ghz} GHz, "
+          f"{machine.bandwidth / 1e12:.2f} TB/s, warp-instructions per clock per SM: {rates}; "
+          f"{LAUNCH_US:g} us per launch.")
+    print(f"Kernels: {gen.name}. Rows, floors and XLA:GPU times: {os.path.relpath(path)} "
+          f"(measured on {rows[0].measured_on}).")
+    print("Jobs (strategy indices): grad = gradient only, fwd+grad = forward + gradient, infer = inference. "
+          "Columns: instructions per input element by pipe, all launches; bound: what limits the longest launch; "
+          "pred, floor, XLA in ms; p/fl = predicted / floor; XLA/p = XLA:GPU / predicted.\n")
+    large = [r for r in rows if r.size_class == "large"]
+    small = [r for r in rows if r.size_class != "large"]
+    for title, part in (("1 GiB rows", large), ("32 MiB rows", small)):
+        if part:
+            print(title)
+            print("\n".join(table(functions, part, machine)))
+            print()
+    print("Kernels (W window, G gather, F fused; digit: mode; s specialised, g generic; xV vector width):")
+    print("\n".join(kernel_lines(functions, rows, machine)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
