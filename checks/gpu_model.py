@@ -32,6 +32,7 @@ import math
 import os
 import re
 import sys
+import textwrap
 from collections.abc import Callable
 
 from checks import sass
@@ -378,13 +379,17 @@ def kernel_name(fn: sass.Function) -> str:
     return name
 
 
+def _ratio(v: float) -> str:
+    return f"{v:4.2f}x" if v < 10 else f"{v:4.1f}x"
+
+
 def _count(v: float) -> str:
-    return f"{v:5.1f}" if v < 100 else f"{v:5.0f}"
+    return f"{v:4.1f}" if v < 100 else f"{v:4.0f}"
 
 
 def table(functions, rows: list[Row], machine: Machine) -> list[str]:
-    head = (f"{'case':<35} {'job':<8} {'kernels':<10} {'alu':>5} {'fma':>5} {'xu':>5} {'mem':>5} {'all':>5} "
-            f"{'bound':<5} {'pred':>6} {'floor':>6} {'XLA':>6} {'p/fl':>6} {'XLA/p':>6}")
+    head = (f"{'case':<35} {'job':<8} {'kernels':<10} {'alu':>4} {'fma':>4} {'xu':>4} {'mem':>4} {'all':>4} "
+            f"{'bound':<5} {'pred':>6} {'floor':>6} {'XLA':>6} {'p/fl':>5} {'XLA/p':>5}")
     lines = [head, "-" * len(head)]
     for row in rows:
         try:
@@ -400,28 +405,30 @@ def table(functions, rows: list[Row], machine: Machine) -> list[str]:
         lines.append(
             f"{short_case(row):<35} {JOB_TAGS[row.job]:<8} {'+'.join(l.tag for l in launches):<10} "
             + " ".join(_count(per_elem[p]) for p in SHOWN_PIPES)
-            + f" {bound:<5} {pred:>6.3f} {floor:>6.3f} {(f'{xla:.3f}' if xla else '-'):>6} {pred / floor:>5.2f}x"
-            + (f" {xla / pred:>5.2f}x" if xla else "      -"))
+            + f" {bound:<5} {pred:>6.3f} {floor:>6.3f} {(f'{xla:.3f}' if xla else '-'):>6} {_ratio(pred / floor)}"
+            + (f" {_ratio(xla / pred)}" if xla else "     -"))
     return lines
 
 
 def kernel_lines(functions, rows: list[Row], machine: Machine) -> list[str]:
-    seen, lines = set(), []
+    """Each kernel used, once per window (its inner loops' trips), with its roles and its cost per unit."""
+    groups: dict[tuple, list] = {}
     for row in rows:
         try:
             launches = predict(functions, row, machine)
         except LookupError:
             continue
         for l in launches:
-            key = (l.function.name, l.tag, row.kernel, row.stride)
-            if key in seen:
-                continue
-            seen.add(key)
-            counts = " ".join(f"{p} {l.per_unit[p]:.0f}" for p in (*sass.PIPE_NAMES, "total") if l.per_unit.get(p))
-            window = f"k{'x'.join(map(str, row.kernel))} s{'x'.join(map(str, row.stride))}"
-            loops = f"inner loops at {window}'s trips" if l.function.inner_loops() else "no inner loop"
-            lines.append(f"  {l.tag:<7} {kernel_name(l.function)}")
-            lines.append(f"          per unit ({loops}): {counts}")
+            entry = groups.setdefault((l.function.name, row.kernel, row.stride), [l, row, []])
+            if l.tag not in entry[2]:
+                entry[2].append(l.tag)
+    lines = []
+    for l, row, tags in groups.values():
+        counts = " ".join(f"{p} {l.per_unit[p]:.0f}" for p in (*sass.PIPE_NAMES, "total") if l.per_unit.get(p))
+        window = f"k{'x'.join(map(str, row.kernel))} s{'x'.join(map(str, row.stride))}"
+        loops = f"inner loops at {window}'s trips" if l.function.inner_loops() else "no inner loop"
+        lines.append(f"  {'/'.join(tags)}: {kernel_name(l.function)}")
+        lines.append(f"      per unit ({loops}): {counts}")
     return lines
 
 
@@ -444,20 +451,23 @@ def main(argv: list[str] | None = None) -> int:
         if missing:
             parser.error(f"--cubin: no such file: {', '.join(missing)}")
     try:
-        functions = sass.kernels(cubins=args.cubin)
+        library = None if args.cubin else sass.fresh_library()
+        functions = sass.kernels(cubins=args.cubin or ([library] if library else None))
     except (sass.Unavailable, RuntimeError) as error:
         print(f"gpu-model: {error}", file=sys.stderr)
         return 1
     gen = generation(functions)
     rates = ", ".join(f"{p} {r:g}" for p, r in machine.rates)
-    print(f"Predicted (not measured) on an {machine.name}: {machine.sms} SMs, {machine.ghz} GHz, "
-          f"{machine.bandwidth / 1e12:.2f} TB/s, warp-instructions per clock per SM: {rates}; "
-          f"{LAUNCH_US:g} us per launch.")
-    print(f"Kernels: {gen.name}. Rows, floors and XLA:GPU times: {os.path.relpath(path)} "
-          f"(measured on {rows[0].measured_on}).")
-    print("Jobs (strategy indices): grad = gradient only, fwd+grad = forward + gradient, infer = inference. "
-          "Columns: instructions per input element by pipe, all launches; bound: what limits the longest launch; "
-          "pred, floor, XLA in ms; p/fl = predicted / floor; XLA/p = XLA:GPU / predicted.\n")
+    source = ", ".join(args.cubin) if args.cubin else (library or "sm_90a cubins built now")
+    header = (
+        f"Predicted, not measured: {machine.name}, {machine.sms} SMs, {machine.ghz} GHz, "
+        f"{machine.bandwidth / 1e12:.2f} TB/s; warp-instructions per clock per SM: {rates}; "
+        f"{LAUNCH_US:g} us per launch. Kernels: {gen.name}, from {os.path.relpath(source)}. "
+        f"Rows, byte floors and XLA:GPU times: {os.path.relpath(path)} (measured on {rows[0].measured_on}). "
+        "Jobs (strategy indices): grad = gradient only, fwd+grad = forward + gradient, infer = inference. "
+        "Columns: instructions per input element by pipe, all launches; bound: what limits the longest launch "
+        "(bytes, issue, or a pipe); pred, floor, XLA in ms; p/fl = predicted / floor; XLA/p = XLA:GPU / predicted.")
+    print(textwrap.fill(header, width=118), end="\n\n")
     large = [r for r in rows if r.size_class == "large"]
     small = [r for r in rows if r.size_class != "large"]
     for title, part in (("1 GiB rows", large), ("32 MiB rows", small)):
