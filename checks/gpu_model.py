@@ -262,7 +262,7 @@ def template_args(name: str, template: str) -> list[str] | None:
 
 
 def _int(text: str) -> int | None:
-    m = re.fullmatch(r"(?:\(\w+\))?(-?\d+)[ulUL]*", text.strip())
+    m = re.fullmatch(r"(?:\([\w:]+\))?(-?\d+)[ulUL]*", text.strip())
     return int(m.group(1)) if m else None
 
 
@@ -273,7 +273,7 @@ def _new_find(functions, role, row):
     found = []
     for fn in functions:
         args = template_args(fn.name, template)
-        if not args or len(args) < 4 or _ELEMENT_TYPE[row.dtype] not in args[0]:
+        if not args or len(args) < 4 or args[0].split("::")[-1] != _ELEMENT_TYPE[row.dtype]:
             continue
         if _int(args[2]) != layout or (role.mode is not None and (len(args) < 5 or _int(args[4]) != role.mode)):
             continue
@@ -343,7 +343,7 @@ def launch(gen: Generation, functions, role: Role, row: Row, machine: Machine) -
     if found is None:
         raise LookupError(f"no {role.kind} kernel (mode {role.mode}) for {row.case} in the SASS ({gen.name})")
     fn, args = found
-    per_unit = fn.iteration_cost(gen.trips(role, row, args))
+    per_unit = {p: v / fn.unroll for p, v in fn.iteration_cost(gen.trips(role, row, args)).items()}
     units = gen.units(role, row, args)
     nbytes = role.bytes(row)
     clocks = {pipe: per_unit.get(pipe, 0.0) / rate for pipe, rate in machine.rates}

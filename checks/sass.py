@@ -188,6 +188,25 @@ class Function:
             return None
         return max(self.loops, key=lambda loop: (loop[1] - loop[0], -loop[0]))
 
+    @functools.cached_property
+    def unroll(self) -> int:
+        """Units per main-loop iteration: nvcc may unroll a grid-stride loop (a loop of u copies plus a
+        one-copy remainder loop beside it); u is read from their global stores, else 1."""
+        if self.main_loop is None:
+            return 1
+        top = [lp for lp in self.loops
+               if not any(o != lp and o[0] <= lp[0] and lp[1] <= o[1] for o in self.loops)]
+        others = [lp for lp in top if lp != self.main_loop]
+
+        def stores(lp):
+            return sum(1 for ins in self.instructions[lp[0]:lp[1] + 1] if ins.base == "STG")
+
+        main = stores(self.main_loop)
+        counts = [stores(lp) for lp in others if stores(lp)]
+        if not counts or main % min(counts) or main // min(counts) < 2:
+            return 1
+        return main // min(counts)
+
     def main_range(self) -> tuple[int, int]:
         """Instruction positions [first, last] of the main loop, else of the whole body."""
         return self.main_loop or (0, self.body_end - 1)
@@ -490,8 +509,9 @@ def describe(fn: Function) -> str:
     inner = len(fn.inner_loops())
     lines = [
         fn.name,
-        f"  {loop} {fn.instructions[first].address:#06x}-{fn.instructions[last].address:#06x}, "
-        f"{inner} inner loop(s); one iteration (inner loops once): {cost['total']:.0f} instructions: {pipes}",
+        f"  {loop} {fn.instructions[first].address:#06x}-{fn.instructions[last].address:#06x} "
+        f"({fn.unroll} unit(s) an iteration), {inner} inner loop(s); one iteration (inner loops once): "
+        f"{cost['total']:.0f} instructions: {pipes}",
         "  global accesses: " + (", ".join(f"{op}.{bits} x{n}" for (op, bits), n in sorted(widths.items())) or "none"),
         f"  local memory: {len(fn.local_memory())} LDL/STL; divisions in the main loop: {len(fn.divisions())}",
     ]

@@ -148,6 +148,26 @@ def test_a_function_without_a_loop_is_costed_whole():
     assert fn.main_loop is None and fn.main_range() == (0, fn.body_end - 1)
 
 
+def _listing(*lines: str) -> str:
+    body = "\n".join(f"        /*{16 * i:04x}*/                   {line} ;" for i, line in enumerate(lines))
+    return f"\tcode for sm_90a\n\t\tFunction : _Z8unrolledv\n{body}\n"
+
+
+def test_a_grid_stride_loop_unrolled_beside_its_remainder_loop_counts_its_copies():
+    (fn,) = sass.parse(_listing(
+        "S2R R0, SR_TID.X", "@P0 BRA 0x60",
+        "LDG.E R2, desc[UR4][R4.64]", "STG.E desc[UR4][R6.64], R2", "ISETP.GE.AND P1, PT, R0, R8, PT",
+        "@!P1 BRA 0x20",  # the remainder loop: one copy
+        "LDG.E.64 R2, desc[UR4][R4.64]", "STG.E desc[UR4][R6.64], R2", "STG.E desc[UR4][R6.64+0x400], R3",
+        "STG.E desc[UR4][R6.64+0x800], R2", "STG.E desc[UR4][R6.64+0xc00], R3", "ISETP.GE.AND P1, PT, R0, R8, PT",
+        "@!P1 BRA 0x60",  # the unrolled loop: four copies
+        "EXIT"))
+    assert fn.name == "unrolled()" and fn.unroll == 4
+    assert fn.instructions[fn.main_range()[0]].address == 0x60
+    (single,) = sass.parse(LISTING)
+    assert single.unroll == 1
+
+
 # --- the model's arithmetic (no tools) ---------------------------------------------------------
 
 
@@ -164,6 +184,8 @@ def test_template_arguments_split_at_the_top_level(listed):
     args = gpu_model.template_args(listed.name, "WindowKernel")
     assert args == ["pool3d::F32T", "pool3d::gpu::Fixed<2, 2, 2, 2, 2, 2, 0, 0, 0>", "1", "4", "1"]
     assert gpu_model.template_args(args[1], "Fixed") == ["2"] * 6 + ["0"] * 3
+    assert [gpu_model._int(a) for a in ("4", "(pool3d::gpu::Layout)1", "8u", "-1l", "pool3d::F32T")] == [
+        4, 1, 8, -1, None]
 
 
 @pytest.fixture(scope="module")
