@@ -341,7 +341,8 @@ class Launch:
 def launch(gen: Generation, functions, role: Role, row: Row, machine: Machine) -> Launch:
     found = gen.find(functions, role, row)
     if found is None:
-        raise LookupError(f"no {role.kind} kernel (mode {role.mode}) for {row.case} in the SASS ({gen.name})")
+        what = f"no {role.kind} kernel" + ("" if role.mode is None else f" of mode {role.mode}")
+        raise LookupError(f"{what} for {row.case} in the SASS ({gen.name})", what)
     fn, args = found
     per_unit = {p: v / fn.unroll for p, v in fn.iteration_cost(gen.trips(role, row, args)).items()}
     units = gen.units(role, row, args)
@@ -395,7 +396,7 @@ def table(functions, rows: list[Row], machine: Machine) -> list[str]:
         try:
             launches = predict(functions, row, machine)
         except LookupError as error:
-            lines.append(f"{short_case(row):<35} {JOB_TAGS[row.job]:<8} {error}")
+            lines.append(f"{short_case(row):<35} {JOB_TAGS[row.job]:<8} {error.args[-1]}")
             continue
         per_elem = {p: sum(l.units * l.per_unit.get(p, 0.0) for l in launches) / row.n for p in SHOWN_PIPES}
         pred = sum(l.ms for l in launches)
@@ -477,6 +478,16 @@ def main(argv: list[str] | None = None) -> int:
             print()
     print("Kernels (W window, G gather, F fused; digit: mode; s specialised, g generic; xV vector width):")
     print("\n".join(kernel_lines(functions, rows, machine)))
+    missing = []
+    for row in rows:
+        try:
+            predict(functions, row, machine)
+        except LookupError as error:
+            missing.append(error.args[0])
+    if missing:
+        print(f"gpu-model: {len(missing)} row(s) without a kernel in checks/gpu_model.py's table, e.g. {missing[0]}",
+              file=sys.stderr)
+        return 1
     return 0
 
 

@@ -319,15 +319,18 @@ def test_no_kernel_uses_local_memory(kernel_sass):
     assert {f.name: [i.opcode for i in f.local_memory()] for f in kernel_sass if f.local_memory()} == {}
 
 
-def test_specialised_kernels_do_not_divide_in_their_main_loop(kernel_sass):
-    specialised = [f for f in kernel_sass if "Fixed<" in f.name]
-    if not specialised:
-        pytest.skip("no specialised (Fixed<...>) kernels in this build")
-    found = {f.name: [f"{i.address:#06x} {i.opcode}" for i in f.divisions()] for f in specialised}
-    assert {name: d for name, d in found.items() if d} == {}
+def specialised(functions) -> list:
+    return [f for f in functions if "Fixed<" in f.name]
 
 
-def _vector_width(fn) -> int:
+def dividing(functions) -> dict[str, list[str]]:
+    """Each function with the division idiom in its main loop: where."""
+    found = {f.name: [f"{i.address:#06x} {i.opcode}" for i in f.divisions()] for f in functions}
+    return {name: where for name, where in found.items() if where}
+
+
+def vector_width(fn) -> int:
+    """The template argument V of a specialised kernel template (1 for any other function)."""
     for template in gpu_model._TEMPLATES.values():
         args = gpu_model.template_args(fn.name, template)
         if args and len(args) >= 4:
@@ -335,13 +338,29 @@ def _vector_width(fn) -> int:
     return 1
 
 
+def scalar_vector_paths(functions) -> list[str]:
+    """Vector paths (V > 1) with no 128-bit global load or store in their main loop."""
+    return [f.name for f in functions if vector_width(f) > 1
+            and not any(bits == 128 for _, bits in f.global_widths(*f.main_range()))]
+
+
+def test_the_checks_flag_a_dividing_specialised_kernel_and_a_scalar_vector_path(probe):
+    name = "void pool3d::gpu::WindowKernel<pool3d::F32T, pool3d::gpu::Fixed<2, 2, 2, 2, 2, 2, 0, 0, 0>, 1, 4, {}>(int)"
+    bad, good = _named(name.format(1), probe["divides32"]), _named(name.format(0), probe["vector128"])
+    assert specialised([bad, good, probe["divides64"]]) == [bad, good] and vector_width(bad) == 4
+    assert list(dividing([bad, good])) == [bad.name] and scalar_vector_paths([bad, good]) == [bad.name]
+
+
+def test_specialised_kernels_do_not_divide_in_their_main_loop(kernel_sass):
+    if not specialised(kernel_sass):
+        pytest.skip("no specialised (Fixed<...>) kernels in this build")
+    assert dividing(specialised(kernel_sass)) == {}
+
+
 def test_vector_paths_use_128_bit_global_accesses(kernel_sass):
-    vector = [f for f in kernel_sass if _vector_width(f) > 1]
-    if not vector:
+    if not any(vector_width(f) > 1 for f in kernel_sass):
         pytest.skip("no vector path (template argument V > 1) in this build")
-    first_last = {f.name: f.main_range() for f in vector}
-    missing = [f.name for f in vector if not any(bits == 128 for _, bits in f.global_widths(*first_last[f.name]))]
-    assert missing == []
+    assert scalar_vector_paths(kernel_sass) == []
 
 
 def test_the_model_finds_a_kernel_for_every_bench_row(kernel_sass, rows):
