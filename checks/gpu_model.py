@@ -1,4 +1,4 @@
-"""The static speed budget of the CUDA kernels (`make gpu-model`): predicted time per bench row from their sm_90a SASS, no GPU.
+"""The CUDA kernels' static speed budget (`make gpu-model`): predicted time per bench row from their SASS.
 
 Why: the kernels' speed on the bench's rows can be bounded before a device
 run, from what they issue per element and what they must move, and set

@@ -1,4 +1,4 @@
-"""The CUDA kernels' Hopper machine code (sm_90a SASS), read without a GPU: per kernel, its main loop's instructions by issue pipe.
+"""The CUDA kernels' sm_90a machine code (SASS) without a GPU: each kernel's main loop by issue pipe.
 
 Why: what bounds a memory-bound kernel's speed can be read from its machine
 code before any device run: local memory (spills or stack arrays), run-time
@@ -171,15 +171,16 @@ class Function:
 
     @functools.cached_property
     def loops(self) -> list[tuple[int, int]]:
-        """(head, branch) instruction positions of every backward branch in the body (self-loops excluded)."""
-        out = []
+        """(head, last backward branch) instruction positions of every loop in the body (self-loops excluded;
+        several backward branches to one head, as `continue` makes, are one loop)."""
+        last: dict[int, int] = {}
         for i in range(self.body_end):
             ins = self.instructions[i]
             if ins.base == "BRA" and ins.target is not None and ins.target < ins.address:
                 head = self.index.get(ins.target)
                 if head is not None:
-                    out.append((head, i))
-        return out
+                    last[head] = i
+        return sorted(last.items())
 
     @functools.cached_property
     def main_loop(self) -> tuple[int, int] | None:
@@ -302,7 +303,8 @@ class Function:
             loop = next((lp for lp in top if lp[0] == i), None)
             if loop is not None:
                 inner = weight(loop[0], loop[1], 1)
-                nodes.append((loop[0], loop[1], collections.Counter({k: v * trips.get(1, 1) for k, v in inner.items()})))
+                nodes.append((loop[0], loop[1], collections.Counter({k: v * trips.get(1, 1)
+                                                                     for k, v in inner.items()})))
                 i = loop[1] + 1
                 continue
             j = i
@@ -352,13 +354,16 @@ class Function:
         return leaders
 
     def _successors(self, hi: int, node_of: dict[int, int], n: int, nodes) -> list[int]:
-        """Forward successors of node n (its last instruction at hi) inside the range."""
+        """Forward successors of node n (its last instruction at hi) inside the range: its branches' targets
+        (an inner loop's exits included) and the next node where it falls through."""
         ins = self.instructions[hi]
         out = []
-        if ins.base in ("BRA", "JMP") and ins.target in self.index:
-            t = self.index[ins.target]
-            if t in node_of and node_of[t] > n:
-                out.append(node_of[t])
+        for k in range(nodes[n][0], hi + 1):
+            branch = self.instructions[k]
+            if branch.base in ("BRA", "JMP") and branch.target in self.index:
+                t = self.index[branch.target]
+                if t in node_of and node_of[t] > n and node_of[t] not in out:
+                    out.append(node_of[t])
         falls_through = not (ins.base in ("BRA", "JMP", "EXIT", "RET", "KILL") and ins.unconditional)
         # a loop node ends on its own backward branch, which falls through when the inner loop ends
         if nodes[n][0] != nodes[n][1] and self.instructions[nodes[n][1]].target is not None \

@@ -1,4 +1,4 @@
-"""The CUDA kernels' sm_90a machine code, read without a GPU (checks/sass.py), and the speed model over it (checks/gpu_model.py).
+"""The CUDA kernels' sm_90a machine code without a GPU (checks/sass.py) and the speed model (checks/gpu_model.py).
 
 The kernels' SASS must have no local memory (LDL/STL) in any kernel, no
 run-time integer division in a specialised (`Fixed<...>`) kernel's main loop,
@@ -166,6 +166,25 @@ def test_a_grid_stride_loop_unrolled_beside_its_remainder_loop_counts_its_copies
     assert fn.instructions[fn.main_range()[0]].address == 0x60
     (single,) = sass.parse(LISTING)
     assert single.unroll == 1
+
+
+def test_an_inner_loop_with_two_back_edges_is_one_loop_and_its_break_is_a_path():
+    (fn,) = sass.parse(_listing(
+        "S2R R0, SR_TID.X",
+        "LDG.E R2, desc[UR4][R4.64]",  # 0x10: the grid-stride loop's head
+        "IADD3 R3, R3, 0x1, RZ",  # 0x20: the inner loop's head
+        "@P1 BRA 0x80",  # break: to a block no other path reaches
+        "@P2 BRA 0x20", "ISETP.GE.AND P3, PT, R3, R8, PT", "@P3 BRA 0x20",  # two back edges (a continue)
+        "BRA 0xb0",
+        "LOP3.LUT R5, R5, 0x1, RZ, 0xc0, !PT", "LOP3.LUT R5, R5, 0x2, RZ, 0xc0, !PT",
+        "LOP3.LUT R5, R5, 0x3, RZ, 0xc0, !PT",
+        "ISETP.GE.AND P0, PT, R0, R9, PT", "@!P0 BRA 0x10",
+        "EXIT"))
+    assert [(fn.instructions[a].address, fn.instructions[b].address) for a, b in fn.loops] == [(0x10, 0xC0),
+                                                                                               (0x20, 0x60)]
+    # 0x10 (1), the inner loop (5), the break's block (3), 0xb0-0xc0 (2); not the plain exit 0x70 (1)
+    assert fn.iteration_cost()["total"] == 11
+    assert fn.iteration_cost({1: 2})["total"] == 16
 
 
 # --- the model's arithmetic (no tools) ---------------------------------------------------------
