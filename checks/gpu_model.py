@@ -129,9 +129,16 @@ def parse_case(name: str) -> dict:
                 stride=_triple(s), padding=_triple(p))
 
 
-def newest_results() -> str | None:
-    found = sorted(glob.glob(RESULTS_GLOB))
-    return found[-1] if found else None
+def newest_results(gpu: str = "h200") -> str | None:
+    """The newest stored device run (by the date in its name), preferring one measured on `gpu`."""
+    found = glob.glob(RESULTS_GLOB)
+    mine = [f for f in found if gpu in os.path.basename(f)] or found
+
+    def stamp(path: str) -> str:
+        m = re.search(r"(\d{4}-\d{2}-\d{2}-\d{4})", os.path.basename(path))
+        return m.group(1) if m else ""
+
+    return max(mine, key=stamp) if mine else None
 
 
 def load_rows(path: str) -> list[Row]:
@@ -401,7 +408,7 @@ def table(functions, rows: list[Row], machine: Machine) -> list[str]:
         per_elem = {p: sum(l.units * l.per_unit.get(p, 0.0) for l in launches) / row.n for p in SHOWN_PIPES}
         pred = sum(l.ms for l in launches)
         floor = row.floor_bytes / machine.bandwidth * 1e3
-        xla = row.xla_ms if row.measured_on == machine.name else None
+        xla = row.xla_ms if machine.name.split()[-1] in row.measured_on else None  # "H200" in "NVIDIA H200"
         bound = max(launches, key=lambda l: l.ms).bound
         lines.append(
             f"{short_case(row):<35} {JOB_TAGS[row.job]:<8} {'+'.join(l.tag for l in launches):<10} "
@@ -440,7 +447,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cubin", action="append", help="read this cubin instead of building the kernels")
     args = parser.parse_args(argv)
     machine = GPUS[args.gpu]
-    path = args.results or newest_results()
+    path = args.results or newest_results(args.gpu)
     if path is None:
         parser.error(f"--results: no stored device run matches {RESULTS_GLOB}")
     try:
@@ -467,7 +474,7 @@ def main(argv: list[str] | None = None) -> int:
         f"Rows, byte floors and XLA:GPU times: {os.path.relpath(path)} (measured on {rows[0].measured_on}). "
         "Jobs (strategy indices): grad = gradient only, fwd+grad = forward + gradient, infer = inference. "
         "Columns: instructions per input element by pipe, all launches; bound: what limits the longest launch "
-        "(bytes, issue, or a pipe); pred, floor, XLA in ms; p/fl = predicted / floor; XLA/p = XLA:GPU / predicted.")
+        "(bytes, issue, or a pipe); pred, floor, XLA in ms (XLA only where measured on this GPU); p/fl = predicted / floor; XLA/p = XLA:GPU / predicted.")
     print(textwrap.fill(header, width=118), end="\n\n")
     large = [r for r in rows if r.size_class == "large"]
     small = [r for r in rows if r.size_class != "large"]

@@ -207,6 +207,16 @@ def test_template_arguments_split_at_the_top_level(listed):
         4, 1, 8, -1, None]
 
 
+def test_the_newest_run_of_the_chosen_gpu_is_read(tmp_path, monkeypatch):
+    for name in ("gpu-h200-2026-12-04-1746.jsonl", "gpu-h100-2026-12-05-0900.jsonl", "gpu-h200-2026-11-30-2359.jsonl"):
+        (tmp_path / name).write_text("", encoding="utf-8")
+    monkeypatch.setattr(gpu_model, "RESULTS_GLOB", str(tmp_path / "gpu-*.jsonl"))
+    assert os.path.basename(gpu_model.newest_results("h200")) == "gpu-h200-2026-12-04-1746.jsonl"
+    assert os.path.basename(gpu_model.newest_results("h100")) == "gpu-h100-2026-12-05-0900.jsonl"
+    with pytest.raises(ValueError, match="no measured copy bandwidth"):
+        gpu_model.load_rows(gpu_model.newest_results("h100"))
+
+
 @pytest.fixture(scope="module")
 def rows():
     path = gpu_model.newest_results()
