@@ -1,13 +1,17 @@
-"""The CUDA kernels' per-element code, compiled for the host, against the CPU kernels.
+"""The CUDA kernels' launch plan and per-thread code, compiled for the host, against the CPU kernels.
 
-`pool3d_pass/bindings/gpu/cuda/elements.h` is what each CUDA thread runs (one
-result element), built from the shared selection and geometry headers
-(`cpu/kernels/common`, `POOL3D_HD`). Compiled here with the host's C++
-compiler (no GPU, no nvcc), it is run over every element of every result and
-compared, bit for bit, with the CPU binding's kernels on the same inputs: the
-forward's maxima and indices, the recompute backward's selection, and the
-gathered gradient (whose f32 sums run in the scatter's window order, so the
-bits agree). Both offset types (int32 and int64) are checked.
+`pool3d_pass/bindings/gpu/cuda/` keeps what each CUDA thread does (`units.h`)
+and how a call's launches are planned (`launch_plan.h`, `run_plan.h`) in code
+the host compiler builds too. `tests/kernels/host/cuda_elements_host.cc`
+runs whole calls with it: each launch's grid-stride loop, block by block and
+thread by thread, as the GPU would. Every result is compared, bit for bit,
+with the CPU binding's kernels (same layouts) or with the pure-JAX reference
+binding (mixed layouts, which the CPU kernels run through the same shared
+scan code), after the output was poisoned, so an element left unwritten
+fails. Covered: every specialised window class and the generic path, both
+layouts and mixed ones, f32/bf16/f16, inputs with ties, NaN, +-inf and +-0,
+padding, both offset widths, aligned and misaligned buffers (which take the
+scalar path), several chunks per call and grids smaller than the work.
 """
 
 from __future__ import annotations
@@ -19,46 +23,57 @@ import subprocess
 from pathlib import Path
 
 import jax
-import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
 import pytest
 
 from pool3d_pass.bindings import cpu
+from pool3d_pass.bindings.reference import calls as reference
 
 pytestmark = [pytest.mark.usefixtures("cpu_kernels"), pytest.mark.gpu]
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCE = ROOT / "tests" / "kernels" / "host" / "cuda_elements_host.cc"
 DTYPES = {"f32": (0, np.float32), "bf16": (1, ml_dtypes.bfloat16), "f16": (2, np.float16)}
-FORWARD, FORWARD_OUTPUT, INDICES, SELECT, GATHER = range(5)
+FORWARD, FORWARD_OUTPUT, FROM_INDICES, BACKWARD, FROM_INPUT = range(5)
+GENERIC = 0  # launch_plan.h's WindowClass::kGeneric
+STEP = 12  # int64s per step in pool3d_plan's output
 
-CASES = [
-    # (input shape in NCDHW order: B, C, D, H, W), kernel, stride, padding
-    ((2, 3, 7, 6, 5), (2, 2, 2), (2, 2, 2), (0, 0, 0)),
-    ((1, 4, 9, 8, 7), (3, 3, 3), (2, 2, 2), (1, 1, 1)),
-    ((2, 2, 6, 6, 6), (3, 3, 3), (1, 1, 1), (1, 1, 1)),
-    ((1, 3, 7, 5, 6), (1, 2, 3), (1, 2, 2), (0, 1, 1)),
-    ((1, 2, 5, 9, 4), (2, 3, 2), (3, 1, 2), (1, 2, 0)),
-]
+# (input shape in NCDHW order: B, C, D, H, W), kernel, stride, padding, specialised class
+# (launch_plan.h's WindowClass; 0 generic). Shapes leave rows no window covers and put
+# windows in the padding, with W and C sized so that the 128-bit paths apply.
+CASES = {
+    "k2s2": ((2, 3, 7, 9, 16), (2, 2, 2), (2, 2, 2), (0, 0, 0), 1),
+    "k122": ((2, 2, 5, 9, 16), (1, 2, 2), (1, 2, 2), (0, 0, 0), 2),
+    "k3s2p1": ((2, 3, 9, 8, 16), (3, 3, 3), (2, 2, 2), (1, 1, 1), 3),
+    "k3s1p1": ((1, 2, 6, 7, 16), (3, 3, 3), (1, 1, 1), (1, 1, 1), 4),
+    "k133s2p1": ((2, 3, 1, 9, 16), (1, 3, 3), (1, 2, 2), (0, 1, 1), 5),
+    "generic_k2s2_pad": ((2, 3, 7, 6, 5), (2, 2, 2), (2, 2, 2), (1, 0, 1), 0),
+    "generic_k3s2p1_odd": ((1, 4, 9, 8, 7), (3, 3, 3), (2, 2, 2), (1, 1, 1), 0),
+    "generic_mixed": ((1, 3, 7, 5, 6), (1, 2, 3), (1, 2, 2), (0, 1, 1), 0),
+    "generic_strides": ((1, 2, 5, 9, 4), (2, 3, 2), (3, 1, 2), (1, 2, 0), 0),
+}
+# Channels-last versions of the specialised cases need C a multiple of 8 (bf16) and 4 (f32).
+CHANNELS_LAST = {"k2s2": 8, "k122": 16, "k3s2p1": 8, "k3s1p1": 8, "k133s2p1": 8}
 
 
 @pytest.fixture(scope="module")
 def host_elements(tmp_path_factory):
     compiler = shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
     if compiler is None:
-        pytest.skip("no host C++ compiler (g++, c++ or clang++) to build the per-element code with")
+        pytest.skip("no host C++ compiler (g++, c++ or clang++) to build the per-thread code with")
     out = tmp_path_factory.mktemp("cuda_elements") / "elements.so"
     # e.g. POOL3D_ELEMENTS_CXXFLAGS="-fsanitize=address,undefined" (with libasan preloaded, as make sanitize does)
     extra = os.environ.get("POOL3D_ELEMENTS_CXXFLAGS", "").split()
     subprocess.run(
-        [compiler, "-std=c++17", "-O1", "-shared", "-fPIC", *extra,
+        [compiler, "-std=c++17", "-O1", "-shared", "-fPIC", "-Wno-unknown-pragmas", *extra,
          f"-I{ROOT / 'pool3d_pass/bindings/cpu/kernels'}", f"-I{ROOT / 'pool3d_pass/bindings/gpu/cuda'}",
          str(SOURCE), "-o", str(out)],
         check=True,
     )
     library = ctypes.CDLL(str(out))
-    library.pool3d_elements_run.restype = None
+    library.pool3d_run.restype = ctypes.c_int64
+    library.pool3d_plan.restype = None
     return library
 
 
@@ -66,90 +81,222 @@ def _pointer(array):
     return None if array is None else array.ctypes.data_as(ctypes.c_void_p)
 
 
-def run(library, kind, dtype, wide, shape, k, s, p, in_cl, out_cl, a, b=None, out0=None, out1=None):
-    dims = np.asarray(shape, np.int64)
-    ksp = np.asarray([*k, *s, *p], np.int64)
-    library.pool3d_elements_run(
-        kind, DTYPES[dtype][0], int(wide), _pointer(dims), _pointer(ksp), int(in_cl), int(out_cl),
-        _pointer(a), _pointer(b), _pointer(out0), _pointer(out1),
-    )
+def options(dtype="f32", aligned=True, threads=256, vector=True, narrow_limit=0, max_blocks=0, wide=False):
+    item = np.dtype(DTYPES[dtype][1]).itemsize
+    return np.asarray([item, int(aligned), threads, int(vector), narrow_limit, max_blocks, int(wide)], np.int64)
+
+
+def plan(library, call, shape, k, s, p, in_cl=False, out_cl=None, **opts):
+    """pool3d_plan's output as a list of step dicts (and the scratch bytes)."""
+    out_cl = in_cl if out_cl is None else out_cl
+    out = np.zeros(2 + 2 * STEP, np.int64)
+    library.pool3d_plan(call, _pointer(np.asarray(shape, np.int64)), _pointer(np.asarray([*k, *s, *p], np.int64)),
+                        int(in_cl), int(out_cl), _pointer(options(**opts)), _pointer(out))
+    names = ("kernel", "cls", "layout", "V", "wide", "chunks", "per_chunk", "units_per_outer", "blocks", "threads",
+             "first_units", "last_units")
+    return [dict(zip(names, map(int, out[2 + STEP * i: 2 + STEP * (i + 1)]))) for i in range(int(out[0]))], int(out[1])
+
+
+def run(library, call, dtype, shape, k, s, p, in_cl, out_cl, opts, x=None, y_in=None, go=None, idx_in=None,
+        y=None, idx=None, dx=None):
+    launches = library.pool3d_run(
+        call, DTYPES[dtype][0], _pointer(np.asarray(shape, np.int64)), _pointer(np.asarray([*k, *s, *p], np.int64)),
+        int(in_cl), int(out_cl), _pointer(opts), _pointer(x), _pointer(y_in), _pointer(go), _pointer(idx_in),
+        _pointer(y), _pointer(idx), _pointer(dx))
+    assert launches > 0, "the host run could not execute its plan"
+    return launches
 
 
 def to_layout(array_ncdhw, channels_last):
     return np.ascontiguousarray(array_ncdhw.transpose(0, 2, 3, 4, 1) if channels_last else array_ncdhw)
 
 
-def inputs(rng, shape, dtype, special):
-    """Tie-heavy values (few distinct), or with NaN, +-inf and signed zeros mixed in."""
+def inputs(rng, shape, dtype, kind):
+    """Tie-heavy integers; with NaN, +-inf and signed zeros; or only +0/-0 and one value."""
     x = rng.integers(-3, 4, size=shape).astype(np.float32)
-    if special:
+    if kind == "specials":
         pick = rng.random(shape)
         x[pick < 0.04] = np.nan
         x[(pick >= 0.04) & (pick < 0.10)] = -np.inf
         x[(pick >= 0.10) & (pick < 0.13)] = np.inf
         x[(pick >= 0.13) & (pick < 0.30)] = -0.0
         x[(pick >= 0.30) & (pick < 0.45)] = 0.0
+    elif kind == "zeros":
+        x = np.where(rng.random(shape) < 0.5, -0.0, 0.0).astype(np.float32)
+        x[rng.random(shape) < 0.1] = -1.0
     return x.astype(DTYPES[dtype][1])
 
 
 def bits(array):
-    return np.asarray(array).view(np.uint32 if np.asarray(array).dtype.itemsize == 4 else np.uint16)
+    a = np.asarray(array)
+    return a.view(np.uint32 if a.dtype.itemsize == 4 else np.uint16)
 
 
-def cpu_results(x, g, k, s, p, layout, out_layout):
+def poisoned(shape, dtype):
+    """A result buffer every bit of which must be overwritten: quiet-NaN-with-payload patterns."""
+    a = np.empty(shape, dtype)
+    bits(a)[...] = 0x7FC0DEAD if a.dtype.itemsize == 4 else 0x7E5A
+    return a
+
+
+def assert_same(got, want, what):
+    got32, want32 = np.asarray(got).astype(np.float32), np.asarray(want).astype(np.float32)
+    nan = np.isnan(want32)
+    np.testing.assert_array_equal(np.isnan(got32), nan, err_msg=f"{what}: NaN positions")
+    np.testing.assert_array_equal(bits(got)[~nan], bits(want)[~nan], err_msg=f"{what}: bits")
+
+
+def expected(impl, x, g, k, s, p, layout, out_layout):
+    """y, indices, dx from indices, dx of backward, dx of backward_from_input by `impl` (cpu or reference)."""
     attrs = dict(kernel_size=k, stride=s, padding=p, data_format=layout, output_format=out_layout)
-    y, idx = jax.jit(lambda x: cpu.max_pooling_3d_forward(x, **attrs))(x)
-    dx = jax.jit(lambda g, i: cpu.max_pooling_3d_backward_from_indices(g, i, input_shape=x.shape, **attrs))(g, idx)
-    dx_recompute = jax.jit(lambda g, x, y: cpu.max_pooling_3d_backward(g, x, y, **attrs))(g, x, y)
-    return np.asarray(y), np.asarray(idx), np.asarray(dx), np.asarray(dx_recompute)
+    y, idx = jax.jit(lambda x: impl.max_pooling_3d_forward(x, **attrs))(x)
+    dx = jax.jit(lambda g, i: impl.max_pooling_3d_backward_from_indices(g, i, input_shape=x.shape, **attrs))(g, idx)
+    dx_recompute = jax.jit(lambda g, x, y: impl.max_pooling_3d_backward(g, x, y, **attrs))(g, x, y)
+    dx_from_input = jax.jit(lambda g, x: impl.max_pooling_3d_backward_from_input(g, x, **attrs))(g, x)
+    return [np.asarray(a) for a in (y, idx, dx, dx_recompute, dx_from_input)]
 
 
-@pytest.mark.parametrize("wide", [False, True], ids=["int32", "int64"])
-@pytest.mark.parametrize("dtype", list(DTYPES))
-@pytest.mark.parametrize("case", range(len(CASES)))
-@pytest.mark.parametrize("layouts", [("NCDHW", "NCDHW"), ("NDHWC", "NDHWC"), ("NCDHW", "NDHWC")])
-def test_elements_equal_the_cpu_kernels(host_elements, case, dtype, wide, layouts):
-    shape, k, s, p = CASES[case]
+def check_call_set(library, case, dtype, layouts, kind, **opts):
+    """Runs all five calls of one configuration on the host and compares each result."""
+    shape, k, s, p, _ = CASES[case]
     layout, out_layout = layouts
     in_cl, out_cl = layout == "NDHWC", out_layout == "NDHWC"
-    rng = np.random.default_rng(case * 7 + len(dtype))
-    special = case % 2 == 1
-    x = to_layout(inputs(rng, shape, dtype, special), in_cl)
+    if in_cl and case in CHANNELS_LAST:
+        shape = (shape[0], CHANNELS_LAST[case], *shape[2:])
+    rng = np.random.default_rng(abs(hash((case, dtype, layouts, kind))) % 2**32)
+    x = to_layout(inputs(rng, shape, dtype, kind), in_cl)
     out_ncdhw = (shape[0], shape[1], *((n + 2 * pp - kk) // ss + 1 for n, kk, ss, pp in zip(shape[2:], k, s, p)))
     g = to_layout(rng.standard_normal(out_ncdhw).astype(np.float32).astype(DTYPES[dtype][1]), out_cl)
-    y_cpu, idx_cpu, dx_cpu, dx_recompute_cpu = cpu_results(x, g, k, s, p, layout, out_layout)
-    args = (host_elements, None, dtype, wide, shape, k, s, p, in_cl, out_cl)
+    g.reshape(-1)[:: 7] = -0.0  # -0 gradients come out +0 (the scatter's 0 + g)
+    # Mixed layouts: the CPU kernels run them with the same shared scans as the
+    # generic path here, so the independent reference is the pure-JAX binding.
+    impl = cpu if layout == out_layout else reference
+    y_want, idx_want, dx_want, dx_recompute_want, dx_from_input_want = expected(impl, x, g, k, s, p, layout, out_layout)
+    o = options(dtype, **opts)
+    common = (library, None, dtype, shape, k, s, p, in_cl, out_cl, o)
 
-    def call(kind, a, b=None, out0=None, out1=None):
-        run(args[0], kind, *args[2:], a, b, out0, out1)
+    def call(which, **buffers):
+        return run(common[0], which, *common[2:], **buffers)
 
-    y, idx = np.empty_like(g), np.empty(g.shape, np.int16)
-    call(FORWARD, x, out0=y, out1=idx)
-    np.testing.assert_array_equal(idx, idx_cpu, err_msg="forward indices")
-    # NaN payloads are not part of the contract; every other bit is.
-    nan = np.isnan(y_cpu.astype(np.float32))
-    np.testing.assert_array_equal(np.isnan(y.astype(np.float32)), nan)
-    np.testing.assert_array_equal(bits(y)[~nan], bits(y_cpu)[~nan], err_msg="forward maxima")
+    y, idx = poisoned(g.shape, g.dtype), np.full(g.shape, 0x5A5A, np.int16)
+    call(FORWARD, x=x, y=y, idx=idx)
+    np.testing.assert_array_equal(idx, idx_want, err_msg="forward indices")
+    assert_same(y, y_want, "forward maxima")
 
-    y_only = np.empty_like(g)
-    call(FORWARD_OUTPUT, x, out0=y_only)
-    np.testing.assert_array_equal(bits(y_only), bits(y))
-    idx_only = np.full(g.shape, 7, np.int16)
-    call(INDICES, x, out1=idx_only)
-    np.testing.assert_array_equal(idx_only, idx_cpu)
+    y_only = poisoned(g.shape, g.dtype)
+    call(FORWARD_OUTPUT, x=x, y=y_only)
+    assert_same(y_only, y_want, "forward_output")
 
-    selected = np.full(g.shape, 7, np.int16)
-    call(SELECT, x, y_cpu, out1=selected)
-    # The recompute selection is the first tap equal to y: the forward's, except
-    # where y is NaN (no tap equals NaN: -1 as well).
-    np.testing.assert_array_equal(selected, idx_cpu, err_msg="select")
+    dx = poisoned(x.shape, x.dtype)
+    call(FROM_INDICES, go=g, idx_in=idx_want, dx=dx)
+    assert_same(dx, dx_want, "backward_from_indices")
 
-    dx = np.empty_like(x)
-    call(GATHER, g, idx_cpu, out0=dx)
-    np.testing.assert_array_equal(bits(dx), bits(dx_cpu), err_msg="gather from indices")
-    dx_selected = np.empty_like(x)
-    call(GATHER, g, selected, out0=dx_selected)
-    np.testing.assert_array_equal(bits(dx_selected), bits(dx_recompute_cpu), err_msg="gather of the recompute selection")
+    dx = poisoned(x.shape, x.dtype)
+    call(BACKWARD, x=x, y_in=y_want, go=g, dx=dx)
+    assert_same(dx, dx_recompute_want, "backward (recompute)")
+
+    dx = poisoned(x.shape, x.dtype)
+    call(FROM_INPUT, x=x, go=g, dx=dx)
+    assert_same(dx, dx_from_input_want, "backward_from_input")
+
+
+@pytest.mark.parametrize("kind", ["ints", "specials", "zeros"])
+@pytest.mark.parametrize("dtype", list(DTYPES))
+@pytest.mark.parametrize("layouts", [("NCDHW", "NCDHW"), ("NDHWC", "NDHWC")], ids=["ncdhw", "ndhwc"])
+@pytest.mark.parametrize("case", list(CASES))
+def test_every_call_equals_the_cpu_kernels(host_elements, case, dtype, layouts, kind):
+    check_call_set(host_elements, case, dtype, layouts, kind)
+
+
+@pytest.mark.parametrize("kind", ["specials", "zeros"])
+@pytest.mark.parametrize("case", ["k3s2p1", "generic_mixed", "k2s2"])
+@pytest.mark.parametrize("layouts", [("NCDHW", "NDHWC"), ("NDHWC", "NCDHW")], ids=["to_cl", "from_cl"])
+def test_mixed_layouts_equal_the_reference_binding(host_elements, case, layouts, kind):
+    check_call_set(host_elements, case, "bf16", layouts, kind)
+
+
+@pytest.mark.parametrize("variant", ["scalar", "misaligned", "int64", "chunked", "small_grid", "threads_64"])
+@pytest.mark.parametrize("case", ["k2s2", "k3s2p1", "generic_strides"])
+@pytest.mark.parametrize("layouts", [("NCDHW", "NCDHW"), ("NDHWC", "NDHWC")], ids=["ncdhw", "ndhwc"])
+def test_launch_variants_give_the_same_bits(host_elements, case, layouts, variant):
+    """The scalar (generic) path, misaligned buffers, int64 offsets, several chunks, grid-stride loops that
+    go round more than once, and another block size all give the CPU kernels' results."""
+    opts = {
+        "scalar": dict(vector=False),
+        "misaligned": dict(aligned=False),
+        "int64": dict(wide=True),
+        "chunked": dict(narrow_limit=2000),
+        "small_grid": dict(max_blocks=3, threads=64),
+        "threads_64": dict(threads=64),
+    }[variant]
+    check_call_set(host_elements, case, "f32", layouts, "specials", **opts)
+
+
+def test_the_plan_picks_the_specialised_kernels(host_elements):
+    """Fixed classes take their 128-bit paths; non-overlapping gradients are one fused kernel, no scratch."""
+    for name, (shape, k, s, p, cls) in CASES.items():
+        steps, scratch = plan(host_elements, FROM_INPUT, shape, k, s, p, dtype="bf16")
+        overlapping = any(ss < kk for kk, ss in zip(k, s))
+        if cls == GENERIC:
+            assert all(st["cls"] == GENERIC and st["V"] == 1 for st in steps), name
+        elif overlapping:
+            assert [st["kernel"] for st in steps] == [0, 2] and scratch > 0, name  # window (indices), gather
+            assert all(st["cls"] == cls and st["V"] > 1 for st in steps), name
+        else:
+            assert [st["kernel"] for st in steps] == [3] and scratch == 0, name  # fused
+            assert steps[0]["cls"] == cls and steps[0]["V"] == 4, name  # bf16: 4 windows of 2 = 8 columns
+    # NDHWC: 8 bf16 channels a unit; f32: 4.
+    steps, _ = plan(host_elements, FORWARD, (2, 16, 8, 8, 8), (2, 2, 2), (2, 2, 2), (0, 0, 0), in_cl=True, dtype="bf16")
+    assert steps[0]["V"] == 8 and steps[0]["layout"] == 1
+    steps, _ = plan(host_elements, FORWARD, (2, 16, 8, 8, 8), (2, 2, 2), (2, 2, 2), (0, 0, 0), in_cl=True)
+    assert steps[0]["V"] == 4
+    # Not a multiple of the vector: the generic path.
+    steps, _ = plan(host_elements, FORWARD, (2, 12, 8, 8, 8), (2, 2, 2), (2, 2, 2), (0, 0, 0), in_cl=True, dtype="bf16")
+    assert steps[0]["cls"] == GENERIC and steps[0]["V"] == 1
+
+
+ELEMENTS_31 = 2**31
+
+
+@pytest.mark.parametrize("plane,wide", [
+    ((2047, 1024, 1024), False),  # 2^31 - 2^20 elements a plane: one plane a launch, int32
+    ((1, 8, 2**28 - 4), False),  # 2^31 - 32: just below
+    ((2048, 1024, 1024), True),  # 2^31: int64 offsets (the generic kernels), one launch
+    ((2049, 1024, 1024), True),
+    ((64, 256, 256), False),  # 2^22: all 64 planes in one launch
+])
+def test_offset_width_at_the_int32_boundary(host_elements, plane, wide):
+    """Planes below 2^31 elements are chunked with int32 offsets; a plane of 2^31 or more takes int64."""
+    elems = plane[0] * plane[1] * plane[2]
+    planes = 64
+    # C3D's (1,2,2) window: a specialised class, whose NCDHW launches are cut into whole planes
+    steps, _ = plan(host_elements, FROM_INDICES, (1, planes, *plane), (1, 2, 2), (1, 2, 2), (0, 0, 0))
+    st = steps[0]
+    assert bool(st["wide"]) == wide == (elems >= ELEMENTS_31)
+    if wide:
+        assert st["chunks"] == 1 and st["cls"] == GENERIC
+    else:
+        assert st["per_chunk"] == min(planes, max(1, (ELEMENTS_31 - 1) // elems))
+        assert st["chunks"] == -(-planes // st["per_chunk"])
+        # each launch's offsets and unit numbers stay below 2^31, a grid stride on top fits uint32
+        assert st["per_chunk"] * elems < ELEMENTS_31
+        assert st["first_units"] < ELEMENTS_31 and st["first_units"] + st["blocks"] * st["threads"] < 2**32
+        assert st["last_units"] == (planes - (st["chunks"] - 1) * st["per_chunk"]) * st["units_per_outer"]
+    assert 1 <= st["blocks"] <= 2**16  # far inside CUDA's 2^31 - 1 blocks
+
+
+def test_chunks_cover_input_larger_and_smaller_than_output(host_elements):
+    """Gathers count units over the input (larger than the output), window kernels over the output;
+    chunks hold whole planes and together cover every plane."""
+    shape, k, s, p = (4, 8, 64, 128, 128), (3, 3, 3), (2, 2, 2), (1, 1, 1)
+    steps, _ = plan(host_elements, FROM_INPUT, shape, k, s, p, narrow_limit=2**21)
+    window, gather = steps
+    planes = shape[0] * shape[1]
+    assert window["units_per_outer"] * window["V"] == 32 * 64 * 64  # outputs of one plane
+    assert gather["units_per_outer"] * gather["V"] == 64 * 128 * 128  # inputs of one plane
+    for st in steps:
+        assert (st["chunks"] - 1) * st["per_chunk"] < planes <= st["chunks"] * st["per_chunk"]
+        assert st["per_chunk"] * 64 * 128 * 128 < 2**21
 
 
 def test_corrupt_indices_select_nothing(host_elements):
@@ -164,7 +311,7 @@ def test_corrupt_indices_select_nothing(host_elements):
     dx_cpu = np.asarray(
         jax.jit(lambda g, i: cpu.max_pooling_3d_backward_from_indices(g, i, input_shape=shape, **attrs))(g, idx)
     )
-    dx = np.full(shape, np.nan, np.float32)
-    run(host_elements, GATHER, "f32", False, shape, k, s, p, False, False, g, idx, out0=dx)
+    dx = poisoned(shape, np.float32)
+    run(host_elements, FROM_INDICES, "f32", shape, k, s, p, False, False, options(), go=g, idx_in=idx, dx=dx)
     np.testing.assert_array_equal(bits(dx), bits(dx_cpu))
     assert not np.isnan(dx).any()

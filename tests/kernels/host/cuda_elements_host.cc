@@ -1,67 +1,41 @@
-// The CUDA kernels' per-element work (pool3d_pass/bindings/gpu/cuda/elements.h)
-// compiled for the host: tests/kernels/test_cuda_elements.py runs it over
-// every element and compares with the CPU kernels. POOL3D_HD is empty here,
-// so this is the same source the device code is compiled from.
+// The CUDA kernels' host-side plan and per-thread work
+// (pool3d_pass/bindings/gpu/cuda: launch_plan.h, run_plan.h, units.h)
+// compiled for the CPU: tests/kernels/test_cuda_elements.py runs whole calls
+// here, launch by launch and thread by thread as the GPU would run the
+// grid-stride loops, and compares the results with the CPU kernels. POOL3D_HD
+// is empty here, so this is the same source the device code is compiled
+// from; only the 128-bit accesses become element loops.
 #include <cstdint>
+#include <vector>
 
-#include "elements.h"
+#include "launch_plan.h"
+#include "run_plan.h"
 
 namespace {
 
 using pool3d::Geom;
-using pool3d::gpu::DevGeom;
+using namespace pool3d::gpu;
 
-template <class T, class I>
-void Run(int kind, const DevGeom<I>& g, const void* a, const void* b,
-         void* out0, void* out1) {
-  using M = typename T::M;
-  switch (kind) {
-    case 0:  // forward: x -> (y, indices)
-    case 1:  // forward_output: x -> y
-      for (I o = 0; o < g.out_size; ++o)
-        pool3d::gpu::ForwardElement<T, I>(g, static_cast<const M*>(a),
-                                          static_cast<M*>(out0),
-                                          kind == 0 ? static_cast<int16_t*>(out1)
-                                                    : nullptr,
-                                          o);
-      break;
-    case 2:  // indices only: x -> indices (backward_from_input's first half)
-      for (I o = 0; o < g.out_size; ++o)
-        pool3d::gpu::ForwardElement<T, I>(g, static_cast<const M*>(a), nullptr,
-                                          static_cast<int16_t*>(out1), o);
-      break;
-    case 3:  // select: (x, y) -> indices
-      for (I o = 0; o < g.out_size; ++o)
-        pool3d::gpu::SelectElement<T, I>(g, static_cast<const M*>(a),
-                                         static_cast<const M*>(b),
-                                         static_cast<int16_t*>(out1), o);
-      break;
-    case 4:  // gather: (grad_output, indices) -> grad_input
-      for (I i = 0; i < g.in_size; ++i)
-        pool3d::gpu::GatherElement<T, I>(g, static_cast<const M*>(a),
-                                         static_cast<const int16_t*>(b),
-                                         static_cast<M*>(out0), i);
-      break;
+// Runs each launch's grid-stride loop: every (block, thread) of the grid,
+// each over its units, as kernels.cu's GridStride does.
+struct HostExec {
+  int64_t launches = 0;
+  template <Kernel K, class Unit, class I, class M>
+  bool Launch(const pool3d::gpu::Launch<I>& l, const Operands<M>& p,
+              int64_t blocks, int threads) {
+    using U = typename std::make_unsigned<I>::type;
+    ++launches;
+    if (l.units == 0) return true;
+    const U stride = U(blocks) * U(threads);
+    for (int64_t b = 0; b < blocks; ++b)
+      for (int t = 0; t < threads; ++t)
+        for (U u = U(b) * U(threads) + U(t); u < l.units; u += stride)
+          Unit::Run(l, p, u);
+    return true;
   }
-}
+};
 
-template <class I>
-void Dispatch(int kind, int dtype, const Geom& g, const void* a, const void* b,
-              void* out0, void* out1) {
-  const DevGeom<I> d = pool3d::gpu::MakeDevGeom<I>(g);
-  if (dtype == 0) Run<pool3d::F32T, I>(kind, d, a, b, out0, out1);
-  if (dtype == 1) Run<pool3d::BF16T, I>(kind, d, a, b, out0, out1);
-  if (dtype == 2) Run<pool3d::F16T, I>(kind, d, a, b, out0, out1);
-}
-
-}  // namespace
-
-// dims: B, C, D, H, W; ksp: kernel_size, stride, padding (3 each);
-// dtype 0 f32, 1 bf16, 2 f16; wide: int64 offsets instead of int32.
-extern "C" void pool3d_elements_run(int kind, int dtype, int wide,
-                                    const int64_t* dims, const int64_t* ksp,
-                                    int in_cl, int out_cl, const void* a,
-                                    const void* b, void* out0, void* out1) {
+Geom MakeGeom(const int64_t* dims, const int64_t* ksp, int in_cl, int out_cl) {
   Geom g{};
   g.B = dims[0]; g.C = dims[1]; g.D = dims[2]; g.H = dims[3]; g.W = dims[4];
   g.kD = ksp[0]; g.kH = ksp[1]; g.kW = ksp[2];
@@ -72,9 +46,78 @@ extern "C" void pool3d_elements_run(int kind, int dtype, int wide,
   g.Wo = (g.W + 2 * g.pW - g.kW) / g.sW + 1;
   g.in_cl = in_cl != 0;
   g.out_cl = out_cl != 0;
-  if (wide) {
-    Dispatch<int64_t>(kind, dtype, g, a, b, out0, out1);
-  } else {
-    Dispatch<int32_t>(kind, dtype, g, a, b, out0, out1);
+  g.overlap = g.sD < g.kD || g.sH < g.kH || g.sW < g.kW;
+  return g;
+}
+
+// opts: elem_bytes, aligned, threads, vector, narrow_limit, max_blocks, wide
+PlanOptions MakeOptions(const int64_t* opts) {
+  PlanOptions o;
+  o.elem_bytes = int(opts[0]);
+  o.aligned = opts[1] != 0;
+  o.threads = int(opts[2]);
+  o.vector = opts[3] != 0;
+  if (opts[4] > 0) o.narrow_limit = opts[4];
+  if (opts[5] > 0) o.max_blocks = opts[5];
+  o.wide = opts[6] != 0;
+  return o;
+}
+
+pool3d::ElementType TypeOf(int dtype) {
+  return dtype == 0 ? pool3d::ElementType::kF32
+                    : dtype == 1 ? pool3d::ElementType::kBF16
+                                 : pool3d::ElementType::kF16;
+}
+
+}  // namespace
+
+// The plan of one call, as flat int64s: [n_steps, scratch_bytes, then per
+// step: kernel, class, layout, V, wide, chunks, per_chunk, units_per_outer,
+// blocks of chunk 0, threads, units of chunk 0, units of the last chunk].
+extern "C" void pool3d_plan(int call, const int64_t* dims, const int64_t* ksp,
+                            int in_cl, int out_cl, const int64_t* opts,
+                            int64_t* out) {
+  const Geom g = MakeGeom(dims, ksp, in_cl, out_cl);
+  const CallPlan p = PlanCall(g, Call(call), MakeOptions(opts));
+  out[0] = p.n;
+  out[1] = int64_t(p.scratch_bytes);
+  for (int i = 0; i < p.n; ++i) {
+    const Step& s = p.steps[i];
+    int64_t* o = out + 2 + 12 * i;
+    o[0] = int64_t(s.kernel); o[1] = int64_t(s.cls); o[2] = s.layout;
+    o[3] = s.V; o[4] = s.wide; o[5] = s.Chunks(); o[6] = s.per_chunk;
+    o[7] = s.units_per_outer;
+    const int64_t first = s.ChunkOuter(0) * s.units_per_outer;
+    const int64_t last = s.ChunkOuter(s.Chunks() - 1) * s.units_per_outer;
+    o[8] = s.Blocks(first); o[9] = s.threads; o[10] = first; o[11] = last;
   }
+}
+
+// Runs one call: 0 forward (x -> y, idx), 1 forward_output (x -> y),
+// 2 backward_from_indices (g, idx -> dx), 3 backward (x, y, g -> dx),
+// 4 backward_from_input (x, g -> dx). dtype 0 f32, 1 bf16, 2 f16.
+// Returns the number of launches, or -1 where the plan could not run.
+extern "C" int64_t pool3d_run(int call, int dtype, const int64_t* dims,
+                              const int64_t* ksp, int in_cl, int out_cl,
+                              const int64_t* opts, const void* x,
+                              const void* y_in, const void* go,
+                              const int16_t* idx_in, void* y, int16_t* idx,
+                              void* dx) {
+  const Geom g = MakeGeom(dims, ksp, in_cl, out_cl);
+  const CallPlan p = PlanCall(g, Call(call), MakeOptions(opts));
+  const pool3d::ElementType t = TypeOf(dtype);
+  HostExec exec;
+  if (p.n == 1) {
+    if (!RunStep(exec, g, p.steps[0], t, x, y_in, go, idx_in, y, idx, dx)) return -1;
+    return exec.launches;
+  }
+  // Scratch indices poisoned: the gather must read only what step 0 wrote.
+  std::vector<int16_t> scratch(p.scratch_bytes / sizeof(int16_t), int16_t(0x5a5a));
+  if (!RunStep(exec, g, p.steps[0], t, x, y_in, nullptr, nullptr, nullptr,
+               scratch.data(), nullptr))
+    return -1;
+  if (!RunStep(exec, g, p.steps[1], t, nullptr, nullptr, go, scratch.data(),
+               nullptr, nullptr, dx))
+    return -1;
+  return exec.launches;
 }

@@ -7,180 +7,178 @@
 // (https://github.com/jax-ml/jax/blob/main/examples/ffi/src/jax_ffi_example/cuda_examples.cu):
 // each handler takes the CUDA stream from the FFI context
 // (PlatformStream<cudaStream_t>), decodes and validates its call with the
-// CPU handlers' code (cpu/kernels/common/ffi_calls.h: the same errors), and
-// launches on that stream.
+// CPU handlers' code (common/ffi_calls.h: the same errors), plans its
+// launches (launch_plan.h) and runs them on that stream (run_plan.h).
 //
-// Kernels (one thread per result element, grid-stride loops; elements.h):
-//   pool3d_window  forward (y and indices), forward_output (y), or the
-//                  indices alone (backward_from_input's first half)
-//   pool3d_select  backward's selection: the first tap equal to the given y
-//   pool3d_gather  the gradient from indices: each input element sums the
-//                  windows that cover it (no atomics, deterministic)
-// backward and backward_from_input run a window/select kernel into int16
-// indices in XLA's scratch memory (2 bytes per window), then the gather.
+// Kernels: one grid-stride loop over units each, the unit's work in units.h:
+//   WindowKernel<T, Win, L, V, Mode>  forward, forward_output, the indices of
+//                                     backward_from_input (Mode kMax), or
+//                                     backward's selection (kSelect)
+//   GatherKernel<T, Win, L, V>        the gradient from indices (no atomics)
+//   FusedKernel<T, Win, L, V, Mode>   backward_from_input / backward on
+//                                     non-overlapping windows: select and
+//                                     write dx in one pass
+// Where a call needs indices between two kernels (overlapping windows), they
+// live in memory from cudaMallocAsync on the call's stream, handed back by
+// cudaFreeAsync on the same stream after the gather: the free is ordered
+// behind the kernels that use it, whatever else XLA runs.
+//
+// Two settings, read at each call (for the device check's variants):
+// POOL3D_CUDA_THREADS (threads per block: 64 to 1024, a multiple of 32;
+// default 256) and POOL3D_CUDA_VECTOR=0 (the Generic, scalar kernels only).
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 
 #include "common/dispatch.h"
 #include "common/ffi_calls.h"
-#include "elements.h"
 #include "kernels.h"
+#include "launch_plan.h"
+#include "run_plan.h"
+#include "units.h"
 #include "xla/ffi/api/ffi.h"
 
 namespace pool3d {
 namespace gpu {
-namespace {
 
-namespace ffi = xla::ffi;
-
-// Threads per block, and the most blocks one launch uses: the grid-stride
-// loops cover any size, and gridDim.x stays far below CUDA's 2^31 - 1.
-constexpr int kThreads = 256;
-constexpr int64_t kMaxBlocks = int64_t{1} << 16;
-constexpr int64_t kMaxStride = kThreads * kMaxBlocks;
-
-// int32 offsets where every flat position plus one grid stride stays below
-// 2^31 (the loop's last increment must not overflow), else int64.
-bool NeedsWideOffsets(const Geom& g) {
-  const int64_t in = g.B * g.C * g.D * g.H * g.W;
-  const int64_t out = g.B * g.C * g.Do * g.Ho * g.Wo;
-  return std::max(in, out) + kMaxStride > int64_t{INT32_MAX};
+template <class Unit, class I, class M>
+__device__ __forceinline__ void GridStride(const Launch<I>& g,
+                                           const Operands<M>& p) {
+  using U = typename std::make_unsigned<I>::type;
+  const U stride = U(gridDim.x) * U(blockDim.x);
+  for (U u = U(blockIdx.x) * U(blockDim.x) + U(threadIdx.x); u < g.units;
+       u += stride)
+    Unit::Run(g, p, u);
 }
 
-int Blocks(int64_t n) {
-  return int(std::min<int64_t>((n + kThreads - 1) / kThreads, kMaxBlocks));
+// One kernel name per kind, its unit's template arguments in the name (the
+// static model, checks/gpu_model.py, reads them from the machine code).
+template <class T, class Win, int L, int V, int Mode>
+__global__ void WindowKernel(Launch<typename Win::Offset> g,
+                             Operands<typename T::M> p) {
+  GridStride<WindowUnit<T, Win, L, V, Mode>>(g, p);
 }
 
-// No __launch_bounds__: with it ptxas capped the f16 int32 gather at 32
-// registers and spilled; without it every kernel fits 256 threads a block
-// (at most 72 registers, reported by `-Xptxas -v`) with no spill.
-template <class T, class I>
-__global__ void pool3d_window(DevGeom<I> g, const typename T::M* __restrict__ x,
-                  typename T::M* __restrict__ y, int16_t* __restrict__ idx) {
-  for (I o = I(blockIdx.x) * kThreads + I(threadIdx.x); o < g.out_size;
-       o += I(gridDim.x) * kThreads)
-    ForwardElement<T, I>(g, x, y, idx, o);
+template <class T, class Win, int L, int V>
+__global__ void GatherKernel(Launch<typename Win::Offset> g,
+                             Operands<typename T::M> p) {
+  GridStride<GatherUnit<T, Win, L, V>>(g, p);
 }
 
-template <class T, class I>
-__global__ void pool3d_select(DevGeom<I> g, const typename T::M* __restrict__ x,
-                  const typename T::M* __restrict__ y,
-                  int16_t* __restrict__ idx) {
-  for (I o = I(blockIdx.x) * kThreads + I(threadIdx.x); o < g.out_size;
-       o += I(gridDim.x) * kThreads)
-    SelectElement<T, I>(g, x, y, idx, o);
+template <class T, class Win, int L, int V, int Mode>
+__global__ void FusedKernel(Launch<typename Win::Offset> g,
+                            Operands<typename T::M> p) {
+  GridStride<FusedUnit<T, Win, L, V, Mode>>(g, p);
 }
 
-template <class T, class I>
-__global__ void pool3d_gather(DevGeom<I> g, const typename T::M* __restrict__ go,
-                  const int16_t* __restrict__ idx,
-                  typename T::M* __restrict__ dx) {
-  for (I i = I(blockIdx.x) * kThreads + I(threadIdx.x); i < g.in_size;
-       i += I(gridDim.x) * kThreads)
-    GatherElement<T, I>(g, go, idx, dx, i);
+template <class Unit>
+struct KernelOf;
+template <class T, class Win, int L, int V, int Mode>
+struct KernelOf<WindowUnit<T, Win, L, V, Mode>> {
+  static constexpr auto kFn = &WindowKernel<T, Win, L, V, Mode>;
+};
+template <class T, class Win, int L, int V>
+struct KernelOf<GatherUnit<T, Win, L, V>> {
+  static constexpr auto kFn = &GatherKernel<T, Win, L, V>;
+};
+template <class T, class Win, int L, int V, int Mode>
+struct KernelOf<FusedUnit<T, Win, L, V, Mode>> {
+  static constexpr auto kFn = &FusedKernel<T, Win, L, V, Mode>;
+};
+
+// Launches on one stream; the first failed launch's error is kept.
+struct CudaExec {
+  cudaStream_t stream;
+  cudaError_t error = cudaSuccess;
+
+  template <Kernel K, class Unit, class I, class M>
+  bool Launch(const gpu::Launch<I>& l, const Operands<M>& p, int64_t blocks,
+              int threads) {
+    if (l.units == 0) return true;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(unsigned(blocks));
+    cfg.blockDim = dim3(unsigned(threads));
+    cfg.stream = stream;
+    // cudaLaunchKernelEx returns this launch's own error (a bad
+    // configuration), not one left behind by someone else's kernel.
+    error = cudaLaunchKernelEx(&cfg, KernelOf<Unit>::kFn, l, p);
+    return error == cudaSuccess;
+  }
+};
+
+PlanOptions Options(const Geom& g, ElementType t,
+                    std::initializer_list<const void*> pointers) {
+  PlanOptions o;
+  o.elem_bytes = t == ElementType::kF32 ? 4 : 2;
+  for (const void* p : pointers)
+    if (p != nullptr && reinterpret_cast<uintptr_t>(p) % 16 != 0) o.aligned = false;
+  if (const char* v = std::getenv("POOL3D_CUDA_THREADS")) {
+    const int n = std::atoi(v);
+    if (n >= 64 && n <= 1024 && n % 32 == 0) o.threads = n;
+  }
+  if (const char* v = std::getenv("POOL3D_CUDA_VECTOR")) o.vector = std::string(v) != "0";
+  (void)g;
+  return o;
 }
 
-// Calls fn(T{}, I{}) for the element type t and the offset type g needs
-// (one dispatch for every launch).
-template <class Fn>
-void ForTypes(ElementType t, const Geom& g, Fn fn) {
-  ForElementType(t, [&](auto tag) {
-    if (NeedsWideOffsets(g)) {
-      fn(tag, int64_t{});
-    } else {
-      fn(tag, int32_t{});
-    }
-  });
+ffi::Error Failed(const char* target, const char* what, cudaError_t e) {
+  return ffi::Error::Internal(std::string(target) + ": " + what + ": " +
+                              cudaGetErrorString(e));
 }
 
-// What the launches below left in the stream's error state.
-ffi::Error Launched(const char* target) {
-  cudaError_t e = cudaGetLastError();
+// Runs `plan` on `stream`; the indices between two steps in stream-ordered
+// scratch memory.
+ffi::Error Run(const char* target, cudaStream_t stream, const Geom& g,
+               ElementType t, const CallPlan& plan, const void* x,
+               const void* y_in, const void* go, const int16_t* idx_in,
+               void* y, int16_t* idx, void* dx) {
+  CudaExec exec{stream};
+  if (plan.n == 1) {
+    if (!RunStep(exec, g, plan.steps[0], t, x, y_in, go, idx_in, y, idx, dx))
+      return exec.error != cudaSuccess
+                 ? Failed(target, "CUDA launch failed", exec.error)
+                 : ffi::Error::Internal(std::string(target) + ": no kernel for this plan");
+    return ffi::Error::Success();
+  }
+  void* scratch = nullptr;
+  cudaError_t e = cudaMallocAsync(&scratch, plan.scratch_bytes, stream);
   if (e != cudaSuccess)
-    return ffi::Error::Internal(std::string(target) + ": CUDA launch failed: " +
-                                cudaGetErrorString(e));
+    return ffi::Error(ffi::ErrorCode::kResourceExhausted,
+                      std::string(target) + ": no device memory for " +
+                          std::to_string(plan.scratch_bytes) +
+                          " bytes of indices: " + cudaGetErrorString(e));
+  int16_t* s = static_cast<int16_t*>(scratch);
+  const bool ok =
+      RunStep(exec, g, plan.steps[0], t, x, y_in, nullptr, nullptr, nullptr, s, nullptr) &&
+      RunStep(exec, g, plan.steps[1], t, nullptr, nullptr, go, s, nullptr, nullptr, dx);
+  // Freed in stream order, after whatever was queued above.
+  const cudaError_t freed = cudaFreeAsync(scratch, stream);
+  if (!ok)
+    return exec.error != cudaSuccess
+               ? Failed(target, "CUDA launch failed", exec.error)
+               : ffi::Error::Internal(std::string(target) + ": no kernel for this plan");
+  if (freed != cudaSuccess) return Failed(target, "cudaFreeAsync failed", freed);
   return ffi::Error::Success();
 }
 
-void LaunchWindow(cudaStream_t s, const Geom& g, ElementType t, const void* x,
-                  void* y, int16_t* idx) {
-  ForTypes(t, g, [&](auto tag, auto itag) {
-    using T = decltype(tag);
-    using I = decltype(itag);
-    using M = typename T::M;
-    pool3d_window<T, I><<<Blocks(g.B * g.C * g.Do * g.Ho * g.Wo), kThreads, 0,
-                          s>>>(MakeDevGeom<I>(g), static_cast<const M*>(x),
-                               static_cast<M*>(y), idx);
-  });
-}
-
-void LaunchSelect(cudaStream_t s, const Geom& g, ElementType t, const void* x,
-                  const void* y, int16_t* idx) {
-  ForTypes(t, g, [&](auto tag, auto itag) {
-    using T = decltype(tag);
-    using I = decltype(itag);
-    using M = typename T::M;
-    pool3d_select<T, I><<<Blocks(g.B * g.C * g.Do * g.Ho * g.Wo), kThreads, 0,
-                          s>>>(MakeDevGeom<I>(g), static_cast<const M*>(x),
-                               static_cast<const M*>(y), idx);
-  });
-}
-
-void LaunchGather(cudaStream_t s, const Geom& g, ElementType t, const void* go,
-                  const int16_t* idx, void* dx) {
-  ForTypes(t, g, [&](auto tag, auto itag) {
-    using T = decltype(tag);
-    using I = decltype(itag);
-    using M = typename T::M;
-    pool3d_gather<T, I><<<Blocks(g.B * g.C * g.D * g.H * g.W), kThreads, 0,
-                          s>>>(MakeDevGeom<I>(g), static_cast<const M*>(go),
-                               idx, static_cast<M*>(dx));
-  });
-}
-
-// Scratch for one int16 index per window, from XLA's allocator. It is freed
-// when the handler returns, before the kernels have run: XLA's device
-// allocator is stream-ordered, so work queued later on this stream cannot
-// overwrite it early (jaxlib's own GPU solver kernels use their workspace the
-// same way). Null: none left.
-size_t IndexBytes(const Geom& g);
-
-int16_t* IndexScratch(ffi::ScratchAllocator& scratch, const Geom& g) {
-  auto p = scratch.Allocate(IndexBytes(g), 256);
-  return p.has_value() ? static_cast<int16_t*>(*p) : nullptr;
-}
-
-size_t IndexBytes(const Geom& g) {
-  return size_t(g.B * g.C * g.Do * g.Ho * g.Wo) * sizeof(int16_t);
-}
-
-ffi::Error NoScratch(const char* target, const Geom& g) {
-  return ffi::Error(ffi::ErrorCode::kResourceExhausted,
-                    std::string(target) + ": no scratch memory for " +
-                        std::to_string(IndexBytes(g)) + " bytes of indices");
-}
-
-// std::bad_alloc here is host memory; device scratch is NoScratch.
+// std::bad_alloc here is host memory.
 constexpr const char* kOutOfMemory = "out of host memory";
 
-ffi::Error Backward(cudaStream_t stream, ffi::ScratchAllocator& scratch,
-                    ffi::AnyBuffer grad_output, ffi::AnyBuffer input,
-                    ffi::AnyBuffer output,
+ffi::Error Backward(cudaStream_t stream, ffi::AnyBuffer grad_output,
+                    ffi::AnyBuffer input, ffi::AnyBuffer output,
                     ffi::Result<ffi::AnyBuffer> grad_input, PoolAttrs a) {
   Checked c;
   POOL3D_RETURN_IF_FAILED(
       CheckBackward(grad_output, input, output, *grad_input, a, &c));
   if (c.empty) return ffi::Error::Success();
-  int16_t* idx = IndexScratch(scratch, c.g);
-  if (idx == nullptr) return NoScratch(kBackward, c.g);
-  LaunchSelect(stream, c.g, c.t, input.untyped_data(), output.untyped_data(),
-               idx);
-  LaunchGather(stream, c.g, c.t, grad_output.untyped_data(), idx,
-               grad_input->untyped_data());
-  return Launched(kBackward);
+  const PlanOptions o = Options(c.g, c.t, {grad_output.untyped_data(), input.untyped_data(),
+                                           output.untyped_data(), grad_input->untyped_data()});
+  return Run(kBackward, stream, c.g, c.t, PlanCall(c.g, Call::kBackward, o),
+             input.untyped_data(), output.untyped_data(),
+             grad_output.untyped_data(), nullptr, nullptr, nullptr,
+             grad_input->untyped_data());
 }
 
 ffi::Error Forward(cudaStream_t stream, ffi::AnyBuffer input,
@@ -189,9 +187,12 @@ ffi::Error Forward(cudaStream_t stream, ffi::AnyBuffer input,
   Checked c;
   POOL3D_RETURN_IF_FAILED(CheckForward(input, *output, *indices, a, &c));
   if (c.empty) return ffi::Error::Success();
-  LaunchWindow(stream, c.g, c.t, input.untyped_data(), output->untyped_data(),
-               static_cast<int16_t*>(indices->untyped_data()));
-  return Launched(kForward);
+  const PlanOptions o = Options(c.g, c.t, {input.untyped_data(), output->untyped_data(),
+                                           indices->untyped_data()});
+  return Run(kForward, stream, c.g, c.t, PlanCall(c.g, Call::kForward, o),
+             input.untyped_data(), nullptr, nullptr, nullptr,
+             output->untyped_data(),
+             static_cast<int16_t*>(indices->untyped_data()), nullptr);
 }
 
 ffi::Error ForwardOutput(cudaStream_t stream, ffi::AnyBuffer input,
@@ -199,9 +200,11 @@ ffi::Error ForwardOutput(cudaStream_t stream, ffi::AnyBuffer input,
   Checked c;
   POOL3D_RETURN_IF_FAILED(CheckForwardOutput(input, *output, a, &c));
   if (c.empty) return ffi::Error::Success();
-  LaunchWindow(stream, c.g, c.t, input.untyped_data(), output->untyped_data(),
-               nullptr);
-  return Launched(kForwardOutput);
+  const PlanOptions o = Options(c.g, c.t, {input.untyped_data(), output->untyped_data()});
+  return Run(kForwardOutput, stream, c.g, c.t,
+             PlanCall(c.g, Call::kForwardOutput, o), input.untyped_data(),
+             nullptr, nullptr, nullptr, output->untyped_data(), nullptr,
+             nullptr);
 }
 
 ffi::Error FromIndices(cudaStream_t stream, ffi::AnyBuffer grad_output,
@@ -211,28 +214,29 @@ ffi::Error FromIndices(cudaStream_t stream, ffi::AnyBuffer grad_output,
   POOL3D_RETURN_IF_FAILED(
       CheckFromIndices(grad_output, indices, *grad_input, a, &c));
   if (c.empty) return ffi::Error::Success();
-  LaunchGather(stream, c.g, c.t, grad_output.untyped_data(),
-               static_cast<const int16_t*>(indices.untyped_data()),
-               grad_input->untyped_data());
-  return Launched(kFromIndices);
+  const PlanOptions o = Options(c.g, c.t, {grad_output.untyped_data(), indices.untyped_data(),
+                                           grad_input->untyped_data()});
+  return Run(kFromIndices, stream, c.g, c.t,
+             PlanCall(c.g, Call::kFromIndices, o), nullptr, nullptr,
+             grad_output.untyped_data(),
+             static_cast<const int16_t*>(indices.untyped_data()), nullptr,
+             nullptr, grad_input->untyped_data());
 }
 
-ffi::Error FromInput(cudaStream_t stream, ffi::ScratchAllocator& scratch,
-                     ffi::AnyBuffer grad_output, ffi::AnyBuffer input,
+ffi::Error FromInput(cudaStream_t stream, ffi::AnyBuffer grad_output,
+                     ffi::AnyBuffer input,
                      ffi::Result<ffi::AnyBuffer> grad_input, PoolAttrs a) {
   Checked c;
   POOL3D_RETURN_IF_FAILED(
       CheckFromInput(grad_output, input, *grad_input, a, &c));
   if (c.empty) return ffi::Error::Success();
-  int16_t* idx = IndexScratch(scratch, c.g);
-  if (idx == nullptr) return NoScratch(kFromInput, c.g);
-  LaunchWindow(stream, c.g, c.t, input.untyped_data(), nullptr, idx);
-  LaunchGather(stream, c.g, c.t, grad_output.untyped_data(), idx,
-               grad_input->untyped_data());
-  return Launched(kFromInput);
+  const PlanOptions o = Options(c.g, c.t, {grad_output.untyped_data(), input.untyped_data(),
+                                           grad_input->untyped_data()});
+  return Run(kFromInput, stream, c.g, c.t, PlanCall(c.g, Call::kFromInput, o),
+             input.untyped_data(), nullptr, grad_output.untyped_data(),
+             nullptr, nullptr, nullptr, grad_input->untyped_data());
 }
 
-}  // namespace
 }  // namespace gpu
 }  // namespace pool3d
 
@@ -245,9 +249,9 @@ ffi::Error FromInput(cudaStream_t stream, ffi::ScratchAllocator& scratch,
 // -fvisibility=hidden; cuda_library.py looks them up with ctypes).
 #pragma GCC visibility push(default)
 
-XLA_FFI_DEFINE_HANDLER_SYMBOL(
-    Pool3dCudaMaxPooling3dBackward, POOL3D_HANDLER(Backward),
-    POOL3D_BIND_BACKWARD(POOL3D_STREAM.Ctx<xla::ffi::ScratchAllocator>()));
+XLA_FFI_DEFINE_HANDLER_SYMBOL(Pool3dCudaMaxPooling3dBackward,
+                              POOL3D_HANDLER(Backward),
+                              POOL3D_BIND_BACKWARD(POOL3D_STREAM));
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(Pool3dCudaMaxPooling3dForward,
                               POOL3D_HANDLER(Forward),
@@ -261,8 +265,8 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(Pool3dCudaMaxPooling3dBackwardFromIndices,
                               POOL3D_HANDLER(FromIndices),
                               POOL3D_BIND_FROM_INDICES(POOL3D_STREAM));
 
-XLA_FFI_DEFINE_HANDLER_SYMBOL(
-    Pool3dCudaMaxPooling3dBackwardFromInput, POOL3D_HANDLER(FromInput),
-    POOL3D_BIND_FROM_INPUT(POOL3D_STREAM.Ctx<xla::ffi::ScratchAllocator>()));
+XLA_FFI_DEFINE_HANDLER_SYMBOL(Pool3dCudaMaxPooling3dBackwardFromInput,
+                              POOL3D_HANDLER(FromInput),
+                              POOL3D_BIND_FROM_INPUT(POOL3D_STREAM));
 
 #pragma GCC visibility pop
