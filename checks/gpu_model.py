@@ -183,68 +183,29 @@ class Role:
                 ("fused", 0): 2 * n * s + m * s, ("fused", 1): 2 * n * s + 2 * m * s}[(self.kind, self.mode)]
 
 
-def job_roles(job: str, row: Row, fused: bool) -> list[Role]:
-    """The launches of a job with strategy `indices` (what `auto` picks); `fused`: the kernels have FusedKernel."""
+def job_roles(job: str, row: Row) -> list[Role]:
+    """The launches of a job with strategy `indices` (what `auto` picks), as launch_plan.h's PlanCall plans them."""
     if job == "inference":
         return [Role("window", 1)]
     if job == "forward + gradient":
         return [Role("window", 0), Role("gather")]
-    if fused and not row.overlap:
-        return [Role("fused", 0)]
+    if not row.overlap:
+        return [Role("fused", 0)]  # falls back to the pair where no specialised class serves (find_kernel)
     return [Role("window", 2), Role("gather")]
 
 
-@dataclasses.dataclass(frozen=True)
-class Generation:
-    """One set of kernels: how a role's kernel is found among the SASS functions, its units and inner-loop trips."""
-
-    name: str
-    find: Callable[[list[sass.Function], Role, Row], tuple[sass.Function, dict] | None]
-    units: Callable[[Role, Row, dict], float]
-    trips: Callable[[Role, Row, dict], dict[int, float]]
-    fused: bool
-
-
-def _k_over_s(row: Row) -> dict[int, float]:
-    """Windows covering an input element, per axis (depth 1 = D): k / s on average."""
-    return {d + 1: k / s for d, (k, s) in enumerate(zip(row.kernel, row.stride))}
-
-
-def _taps(row: Row) -> dict[int, float]:
-    return {d + 1: float(k) for d, k in enumerate(row.kernel)}
-
-
-# Today's kernels (pool3d_window / pool3d_select / pool3d_gather<T, I>): one output or input element per
-# iteration, loops over taps (window) and covering windows (gather) nested D, H, W; I is int64 where an
-# offset plus one grid stride (256 x 65536 threads) can pass 2^31 - 1 (kernels.cu, NeedsWideOffsets).
-_ELEMENT_TYPE = {"f32": "F32T", "bf16": "BF16T"}
-_TODAY = {"window": "pool3d_window", "gather": "pool3d_gather"}
-
-
-def _today_find(functions, role, row):
-    if role.kind not in _TODAY:
-        return None
-    wide = max(row.n, row.m) + 256 * 65536 > 2**31 - 1
-    want = f"{_TODAY[role.kind]}<pool3d::{_ELEMENT_TYPE[row.dtype]}, {'long' if wide else 'int'}>"
-    fn = next((f for f in functions if want in f.name), None)
-    return (fn, {"V": 1, "specialised": False}) if fn else None
-
-
-TODAY = Generation(
-    name="pool3d_window/pool3d_gather (one element per iteration)",
-    find=_today_find,
-    units=lambda role, row, args: row.n if role.kind == "gather" else row.m,
-    trips=lambda role, row, args: _k_over_s(row) if role.kind == "gather" else _taps(row),
-    fused=False,
-)
-
-
-# The specialised kernels (namespace pool3d::gpu): WindowKernel<T, Win, L, V, Mode>, GatherKernel<T, Win, L, V>,
-# FusedKernel<T, Win, L, V, Mode>; Win = Fixed<KD,KH,KW,SD,SH,SW,PD,PH,PW> or Generic; L = 0 NCDHW, 1 NDHWC;
-# V > 1 a vector path. A unit is V outputs (window), V windows (fused; gather without overlap) or V input
-# elements (gather with overlap). The widest V built for the row's class is the one the bench's aligned
-# shapes get.
+# The kernel table. Templates (namespace pool3d::gpu, kernels.cu): WindowKernel<T, Win, L, V, Mode>,
+# GatherKernel<T, Win, L, V>, FusedKernel<T, Win, L, V, Mode>; T pool3d::F32T / BF16T; Win a specialised
+# Fixed<KD,KH,KW,SD,SH,SW,PD,PH,PW> with L 0 (NCDHW) or 1 (NDHWC) and one vector width V, or Generic<int> /
+# Generic<long> (int64 offsets) with L 2 and V 1 (units.h). Window Mode: 0 the first maximum (forward,
+# forward_output, indices only: the roles' modes 0-2), 3 the selection; fused Mode: 0 from the input, 1 from
+# the output.
 _TEMPLATES = {"window": "WindowKernel", "gather": "GatherKernel", "fused": "FusedKernel"}
+_TEMPLATE_MODE = {("window", 0): 0, ("window", 1): 0, ("window", 2): 0, ("window", 3): 3, ("fused", 0): 0,
+                  ("fused", 1): 1, ("gather", None): None}
+_ELEMENT_TYPE = {"f32": "F32T", "bf16": "BF16T"}
+GENERIC_LAYOUT = 2
+NARROW_LIMIT = 2**31  # launch_plan.h: offsets inside one launch (a batch item for Generic) stay below it
 
 
 def template_args(name: str, template: str) -> list[str] | None:
@@ -273,49 +234,48 @@ def _int(text: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def _new_find(functions, role, row):
-    template = _TEMPLATES[role.kind]
+def find_kernel(functions, role: Role, row: Row) -> tuple[sass.Function, dict] | None:
+    """The kernel a role runs on a row: the row's Fixed class (its one vector width) where built, else Generic."""
     window = (*row.kernel, *row.stride, *row.padding)
     layout = {"NCDHW": 0, "NDHWC": 1}[row.layout]
-    found = []
+    wide = row.n // row.shape[0] >= NARROW_LIMIT
+    mode = _TEMPLATE_MODE[(role.kind, role.mode)]
+    fixed_fn = generic_fn = None
     for fn in functions:
-        args = template_args(fn.name, template)
+        args = template_args(fn.name, _TEMPLATES[role.kind])
         if not args or len(args) < 4 or args[0].split("::")[-1] != _ELEMENT_TYPE[row.dtype]:
             continue
-        if _int(args[2]) != layout or (role.mode is not None and (len(args) < 5 or _int(args[4]) != role.mode)):
+        if mode is not None and (len(args) < 5 or _int(args[4]) != mode):
             continue
         fixed = template_args(args[1], "Fixed")
-        if fixed is not None and tuple(_int(a) for a in fixed) != window:
-            continue
-        if fixed is None and "Generic" not in args[1]:
-            continue
-        found.append((fixed is not None, _int(args[3]) or 1, fn))
-    if not found:
-        return None
-    specialised, v, fn = max(found, key=lambda f: (f[0], f[1]))
-    return fn, {"V": v, "specialised": specialised}
+        if fixed is not None and _int(args[2]) == layout and tuple(_int(a) for a in fixed) == window:
+            fixed_fn = (fn, {"V": _int(args[3]) or 1, "specialised": True})
+        elif args[1].endswith(f"Generic<{'long' if wide else 'int'}>") and _int(args[2]) == GENERIC_LAYOUT:
+            generic_fn = (fn, {"V": 1, "specialised": False})
+    return fixed_fn or generic_fn
 
 
-def _new_units(role, row, args):
-    per = row.n if role.kind == "gather" and row.overlap else row.m
-    return per / args["V"]
+def units(role: Role, row: Row, args: dict) -> float:
+    """Loop iterations: V outputs (window), V windows (fused; gather without overlap) or V input elements
+    (gather with overlap) a unit where specialised; one output, or one input element (gather), where generic."""
+    per_input = role.kind == "gather" and (row.overlap or not args["specialised"])
+    return (row.n if per_input else row.m) / args["V"]
 
 
-NEW = Generation(
-    name="WindowKernel/GatherKernel/FusedKernel",
-    find=_new_find,
-    units=_new_units,
-    trips=lambda role, row, args: {} if args["specialised"] else (
-        _k_over_s(row) if role.kind == "gather" else _taps(row)),
-    fused=True,
-)
+def trips(role: Role, row: Row, args: dict) -> dict[int, float]:
+    """Inner-loop trips by depth (1 = D): the generic kernels loop over taps (window) or covering windows
+    (gather, k / s an axis on average); a specialised kernel's loops are its rare paths (NaN)."""
+    if args["specialised"]:
+        return {}
+    if role.kind == "gather":
+        return {d + 1: k / s for d, (k, s) in enumerate(zip(row.kernel, row.stride))}
+    return {d + 1: float(k) for d, k in enumerate(row.kernel)}
 
 
-def generation(functions: list[sass.Function]) -> Generation:
-    """The kernel set the SASS holds."""
-    if any(template_args(f.name, t) for f in functions for t in _TEMPLATES.values()):
-        return NEW
-    return TODAY
+def path(args: dict) -> str:
+    """The path a unit costs: a specialised kernel's cheapest one (an interior window, no NaN: its border and
+    NaN branches skipped); a generic kernel's heaviest (its tap loops are on it)."""
+    return "lightest" if args["specialised"] else "heaviest"
 
 
 # --- the model -------------------------------------------------------------------------
@@ -332,6 +292,7 @@ class Launch:
     memory_ms: float
     issue_ms: float
     bound: str
+    worst_ms: float  # every branch on its heavier side
 
     @property
     def ms(self) -> float:
@@ -345,26 +306,35 @@ class Launch:
         return f"{letter}{mode}{kind}" + (f"x{self.args['V']}" if self.args["V"] > 1 else "")
 
 
-def launch(gen: Generation, functions, role: Role, row: Row, machine: Machine) -> Launch:
-    found = gen.find(functions, role, row)
+def launch(functions, role: Role, row: Row, machine: Machine) -> Launch:
+    found = find_kernel(functions, role, row)
     if found is None:
         what = f"no {role.kind} kernel" + ("" if role.mode is None else f" of mode {role.mode}")
-        raise LookupError(f"{what} for {row.case} in the SASS ({gen.name})", what)
+        raise LookupError(f"{what} for {row.case} in the SASS", what)
     fn, args = found
-    per_unit = {p: v / fn.unroll for p, v in fn.iteration_cost(gen.trips(role, row, args)).items()}
-    units = gen.units(role, row, args)
+    loop_trips = trips(role, row, args)
+    per_unit = {p: v / fn.unroll for p, v in fn.iteration_cost(loop_trips, path(args)).items()}
+    worst = {p: v / fn.unroll for p, v in fn.iteration_cost(loop_trips, "heaviest").items()}
+    n_units = units(role, row, args)
     nbytes = role.bytes(row)
-    clocks = {pipe: per_unit.get(pipe, 0.0) / rate for pipe, rate in machine.rates}
-    bound_pipe = max(clocks, key=clocks.get)
-    issue_ms = units / WARP * clocks[bound_pipe] / (machine.sms * machine.ghz * 1e9) * 1e3
     memory_ms = nbytes / machine.bandwidth * 1e3
+    issue_ms, bound_pipe = _issue_ms(per_unit, n_units, machine)
+    worst_ms = max(memory_ms, _issue_ms(worst, n_units, machine)[0]) + LAUNCH_US / 1e3
     bound = "bytes" if memory_ms >= issue_ms else ("issue" if bound_pipe == "total" else bound_pipe)
-    return Launch(role, fn, args, units, per_unit, nbytes, memory_ms, issue_ms, bound)
+    return Launch(role, fn, args, n_units, per_unit, nbytes, memory_ms, issue_ms, bound, worst_ms)
+
+
+def _issue_ms(per_unit: dict[str, float], n_units: float, machine: Machine) -> tuple[float, str]:
+    clocks = {pipe: per_unit.get(pipe, 0.0) / rate for pipe, rate in machine.rates}
+    pipe = max(clocks, key=clocks.get)
+    return n_units / WARP * clocks[pipe] / (machine.sms * machine.ghz * 1e9) * 1e3, pipe
 
 
 def predict(functions, row: Row, machine: Machine) -> list[Launch]:
-    gen = generation(functions)
-    return [launch(gen, functions, role, row, machine) for role in job_roles(row.job, row, gen.fused)]
+    roles = job_roles(row.job, row)
+    if roles[0].kind == "fused" and find_kernel(functions, roles[0], row) is None:
+        roles = [Role("window", 2), Role("gather")]  # no specialised class: PlanCall's window + gather
+    return [launch(functions, role, row, machine) for role in roles]
 
 
 # --- printing --------------------------------------------------------------------------
@@ -374,7 +344,9 @@ JOB_TAGS = {"gradient only": "grad", "forward + gradient": "fwd+grad", "inferenc
 
 
 def short_case(row: Row) -> str:
-    return re.sub(r"\((.*?)\)", lambda m: m.group(1).replace(", ", "x"), row.case)
+    """The case name with its shape as AxBx... and its window as k3s2p1."""
+    name = re.sub(r"\((.*?)\)", lambda m: m.group(1).replace(", ", "x"), row.case)
+    return re.sub(r" (k\S+) (s\S+)(?: (p\S+))?$", lambda m: " " + "".join(g for g in m.groups() if g), name)
 
 
 def kernel_name(fn: sass.Function) -> str:
@@ -395,25 +367,30 @@ def _count(v: float) -> str:
     return f"{v:4.1f}" if v < 100 else f"{v:4.0f}"
 
 
+def _ms(v: float | None) -> str:
+    return "    -" if v is None else (f"{v:5.3f}" if v < 10 else f"{v:5.2f}")
+
+
 def table(functions, rows: list[Row], machine: Machine) -> list[str]:
-    head = (f"{'case':<35} {'job':<8} {'kernels':<10} {'alu':>4} {'fma':>4} {'xu':>4} {'mem':>4} {'all':>4} "
-            f"{'bound':<5} {'pred':>6} {'floor':>6} {'XLA':>6} {'p/fl':>5} {'XLA/p':>5}")
+    head = (f"{'case':<33} {'job':<8} {'kernels':<10} {'alu':>4} {'fma':>4} {'xu':>4} {'mem':>4} {'all':>4} "
+            f"{'bound':<5} {'pred':>5} {'worst':>5} {'floor':>5} {'XLA':>5} {'p/fl':>5} {'XLA/p':>5}")
     lines = [head, "-" * len(head)]
     for row in rows:
         try:
             launches = predict(functions, row, machine)
         except LookupError as error:
-            lines.append(f"{short_case(row):<35} {JOB_TAGS[row.job]:<8} {error.args[-1]}")
+            lines.append(f"{short_case(row):<33} {JOB_TAGS[row.job]:<8} {error.args[-1]}")
             continue
         per_elem = {p: sum(l.units * l.per_unit.get(p, 0.0) for l in launches) / row.n for p in SHOWN_PIPES}
         pred = sum(l.ms for l in launches)
+        worst = sum(l.worst_ms for l in launches)
         floor = row.floor_bytes / machine.bandwidth * 1e3
         xla = row.xla_ms if machine.name.split()[-1] in row.measured_on else None  # "H200" in "NVIDIA H200"
         bound = max(launches, key=lambda l: l.ms).bound
         lines.append(
-            f"{short_case(row):<35} {JOB_TAGS[row.job]:<8} {'+'.join(l.tag for l in launches):<10} "
+            f"{short_case(row):<33} {JOB_TAGS[row.job]:<8} {'+'.join(l.tag for l in launches):<10} "
             + " ".join(_count(per_elem[p]) for p in SHOWN_PIPES)
-            + f" {bound:<5} {pred:>6.3f} {floor:>6.3f} {(f'{xla:.3f}' if xla else '-'):>6} {_ratio(pred / floor)}"
+            + f" {bound:<5} {_ms(pred)} {_ms(worst)} {_ms(floor)} {_ms(xla)} {_ratio(pred / floor)}"
             + (f" {_ratio(xla / pred)}" if xla else "     -"))
     return lines
 
@@ -434,9 +411,9 @@ def kernel_lines(functions, rows: list[Row], machine: Machine) -> list[str]:
     for l, row, tags in groups.values():
         counts = " ".join(f"{p} {l.per_unit[p]:.0f}" for p in (*sass.PIPE_NAMES, "total") if l.per_unit.get(p))
         window = f"k{'x'.join(map(str, row.kernel))} s{'x'.join(map(str, row.stride))}"
-        loops = f"inner loops at {window}'s trips" if l.function.inner_loops() else "no inner loop"
+        how = f"{path(l.args)} path" + (f", inner loops at {window}'s trips" if trips(l.role, row, l.args) else "")
         lines.append(f"  {'/'.join(tags)}: {kernel_name(l.function)}")
-        lines.append(f"      per unit ({loops}): {counts}")
+        lines.append(f"      per unit ({how}): {counts}")
     return lines
 
 
@@ -464,17 +441,19 @@ def main(argv: list[str] | None = None) -> int:
     except (sass.Unavailable, RuntimeError) as error:
         print(f"gpu-model: {error}", file=sys.stderr)
         return 1
-    gen = generation(functions)
     rates = ", ".join(f"{p} {r:g}" for p, r in machine.rates)
-    source = ", ".join(args.cubin) if args.cubin else (library or "sm_90a cubins built now")
+    source = ", ".join(os.path.relpath(c) for c in args.cubin) if args.cubin else (
+        os.path.relpath(library) if library else "sm_90a cubins built now")
     header = (
         f"Predicted, not measured: {machine.name}, {machine.sms} SMs, {machine.ghz} GHz, "
         f"{machine.bandwidth / 1e12:.2f} TB/s; warp-instructions per clock per SM: {rates}; "
-        f"{LAUNCH_US:g} us per launch. Kernels: {gen.name}, from {os.path.relpath(source)}. "
+        f"{LAUNCH_US:g} us per launch. Kernels from {source}. "
         f"Rows, byte floors and XLA:GPU times: {os.path.relpath(path)} (measured on {rows[0].measured_on}). "
         "Jobs (strategy indices): grad = gradient only, fwd+grad = forward + gradient, infer = inference. "
         "Columns: instructions per input element by pipe, all launches; bound: what limits the longest launch "
-        "(bytes, issue, or a pipe); pred, floor, XLA in ms (XLA only where measured on this GPU); p/fl = predicted / floor; XLA/p = XLA:GPU / predicted.")
+        "(bytes, issue, or a pipe); pred: specialised kernels on their cheapest path (interior windows, no NaN), "
+        "generic ones on their heaviest; worst: every kernel on its heaviest path; ms; XLA only where measured "
+        "on this GPU; p/fl = predicted / floor; XLA/p = XLA:GPU / predicted.")
     print(textwrap.fill(header, width=118), end="\n\n")
     large = [r for r in rows if r.size_class == "large"]
     small = [r for r in rows if r.size_class != "large"]

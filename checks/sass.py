@@ -265,15 +265,19 @@ class Function:
 
     # --- cost -----------------------------------------------------------------
 
-    def iteration_cost(self, trips: dict[int, float] | None = None) -> dict[str, float]:
+    def iteration_cost(self, trips: dict[int, float] | None = None, path: str = "heaviest") -> dict[str, float]:
         """Instructions one main-loop iteration issues, by pipe (and "total").
 
-        The heaviest path (most instructions) from the loop head to its backward
-        branch, forward edges only. An inner loop at depth d is one node whose
-        weight is every instruction of its range (nested loops inside it by
-        their own trips) times `trips[d]` (default 1): its trip count per
-        iteration of the loop around it. A CALL adds its subroutine's instructions.
+        `path`: "heaviest" (most instructions) or "lightest" path from the loop
+        head to its backward branch, forward edges only; "every" block of the
+        loop (a warp whose lanes take every side of every branch). An inner loop
+        at depth d is one node whose weight is every instruction of its range
+        (nested loops inside it by their own trips) times `trips[d]` (default 1):
+        its trip count per iteration of the loop around it. A CALL adds its
+        subroutine's instructions.
         """
+        if path not in ("heaviest", "lightest", "every"):
+            raise ValueError(f"path: one of heaviest, lightest, every, not {path!r}")
         trips = trips or {}
         first, last = self.main_range()
         depths = self.loop_depths()
@@ -321,6 +325,12 @@ class Function:
         for n, (lo, hi, _) in enumerate(nodes):
             for k in range(lo, hi + 1):
                 node_of[k] = n
+        if path == "every":
+            total: collections.Counter = collections.Counter()
+            for _, _, w in nodes:
+                total.update(w)
+            return {p: float(total.get(p, 0)) for p in (*PIPE_NAMES, "total")}
+        better = (lambda a, b: a > b) if path == "heaviest" else (lambda a, b: a < b)
         best: list[collections.Counter | None] = [None] * len(nodes)
         best[0] = nodes[0][2]
         for n, (lo, hi, w) in enumerate(nodes):
@@ -328,7 +338,7 @@ class Function:
                 continue
             for succ in self._successors(hi, node_of, n, nodes):
                 candidate = best[n] + nodes[succ][2]
-                if best[succ] is None or candidate["total"] > best[succ]["total"]:
+                if best[succ] is None or better(candidate["total"], best[succ]["total"]):
                     best[succ] = candidate
         end = best[-1] if best[-1] is not None else max((b for b in best if b is not None), key=lambda c: c["total"])
         return {p: float(end.get(p, 0)) for p in (*PIPE_NAMES, "total")}

@@ -242,30 +242,49 @@ def _named(name: str, fn):
     return sass.Function(name, fn.mangled, fn.instructions)
 
 
-def test_the_specialised_widest_kernel_of_the_row_class_is_chosen(listed, rows):
+def test_the_row_class_specialised_kernel_is_chosen_else_the_generic_one(listed, rows):
     row = next(r for r in rows if r.job == "inference" and r.layout == "NDHWC" and r.dtype == "f32"
                and r.kernel == (2, 2, 2))
     fixed = "pool3d::gpu::Fixed<2, 2, 2, 2, 2, 2, 0, 0, 0>"
-    names = [f"void pool3d::gpu::WindowKernel<pool3d::F32T, {fixed}, 1, 1, 1>(float const*, float*)",
-             f"void pool3d::gpu::WindowKernel<pool3d::F32T, {fixed}, 1, 4, 1>(float const*, float*)",
-             f"void pool3d::gpu::WindowKernel<pool3d::F32T, {fixed}, 0, 8, 1>(float const*, float*)",
-             "void pool3d::gpu::WindowKernel<pool3d::F32T, pool3d::gpu::Generic, 1, 8, 1>(float const*, float*)",
-             f"void pool3d::gpu::WindowKernel<pool3d::BF16T, {fixed}, 1, 8, 1>(float const*, float*)"]
+    names = [f"void pool3d::gpu::WindowKernel<pool3d::F32T, {fixed}, 1, 4, 0>(float const*, float*)",
+             f"void pool3d::gpu::WindowKernel<pool3d::F32T, {fixed}, 1, 4, 3>(float const*, float*)",
+             f"void pool3d::gpu::WindowKernel<pool3d::F32T, {fixed}, 0, 2, 0>(float const*, float*)",
+             "void pool3d::gpu::WindowKernel<pool3d::F32T, pool3d::gpu::Generic<int>, 2, 1, 0>(float const*)",
+             "void pool3d::gpu::WindowKernel<pool3d::F32T, pool3d::gpu::Generic<long>, 2, 1, 0>(float const*)",
+             f"void pool3d::gpu::WindowKernel<pool3d::BF16T, {fixed}, 1, 8, 0>(float const*, float*)",
+             f"void pool3d::gpu::FusedKernel<pool3d::F32T, {fixed}, 1, 4, 0>(float const*, float*)"]
     functions = [_named(n, listed) for n in names]
-    assert gpu_model.generation(functions) is gpu_model.NEW
-    fn, args = gpu_model.NEW.find(functions, gpu_model.Role("window", 1), row)
-    assert fn.name == names[1] and args == {"V": 4, "specialised": True}
+    fn, args = gpu_model.find_kernel(functions, gpu_model.Role("window", 1), row)
+    assert fn.name == names[0] and args == {"V": 4, "specialised": True}
+    assert gpu_model.find_kernel(functions, gpu_model.Role("window", 3), row)[0].name == names[1]
     k3 = next(r for r in rows if r.job == "inference" and r.layout == "NDHWC" and r.dtype == "f32"
               and r.kernel == (3, 3, 3))
-    fn, args = gpu_model.NEW.find(functions, gpu_model.Role("window", 1), k3)
-    assert fn.name == names[3] and args == {"V": 8, "specialised": False}
-    assert gpu_model.NEW.find(functions, gpu_model.Role("window", 0), row) is None
+    fn, args = gpu_model.find_kernel(functions, gpu_model.Role("window", 2), k3)
+    assert fn.name == names[3] and args == {"V": 1, "specialised": False}
+    assert gpu_model.find_kernel(functions, gpu_model.Role("gather"), row) is None
+    # units: 4 outputs a specialised unit; one output a generic one; a generic gather's unit is an input element
+    assert gpu_model.units(gpu_model.Role("window", 1), row, {"V": 4, "specialised": True}) == row.m / 4
+    assert gpu_model.units(gpu_model.Role("gather"), row, {"V": 1, "specialised": False}) == row.n
+    assert gpu_model.trips(gpu_model.Role("window", 1), k3, {"V": 1, "specialised": False}) == {1: 3, 2: 3, 3: 3}
+    assert gpu_model.trips(gpu_model.Role("gather"), k3, {"V": 1, "specialised": False}) == {1: 1.5, 2: 1.5, 3: 1.5}
+
+
+def test_a_non_overlapping_gradient_is_the_fused_kernel_else_the_window_and_gather_pair(listed, rows):
+    row = next(r for r in rows if r.job == "gradient only" and r.layout == "NDHWC" and r.dtype == "f32"
+               and r.kernel == (2, 2, 2))
+    fixed = "pool3d::gpu::Fixed<2, 2, 2, 2, 2, 2, 0, 0, 0>"
+    generic = [_named(f"void pool3d::gpu::{k}<pool3d::F32T, pool3d::gpu::Generic<int>, 2, 1{m}>(int)", listed)
+               for k, m in (("WindowKernel", ", 0"), ("GatherKernel", ""))]
+    fused = _named(f"void pool3d::gpu::FusedKernel<pool3d::F32T, {fixed}, 1, 4, 0>(int)", listed)
+    machine = gpu_model.GPUS["h200"]
+    assert [l.tag for l in gpu_model.predict([fused, *generic], row, machine)] == ["F0sx4"]
+    assert [l.tag for l in gpu_model.predict(generic, row, machine)] == ["W2g", "Gg"]
 
 
 def test_a_launch_is_bytes_or_issue_bound_plus_the_launch_overhead(listed, rows):
     row = next(r for r in rows if r.job == "inference" and r.size_class == "large")
     machine = gpu_model.GPUS["h200"]
-    functions = [_named("void pool3d::gpu::WindowKernel<pool3d::F32T, pool3d::gpu::Generic, 0, 1, 1>(float const*)",
+    functions = [_named("void pool3d::gpu::WindowKernel<pool3d::F32T, pool3d::gpu::Generic<int>, 2, 1, 0>(int)",
                         listed)]
     row = gpu_model.Row(**{**row.__dict__, "dtype": "f32", "layout": "NCDHW", "kernel": (1, 1, 1),
                            "stride": (1, 1, 1), "padding": (0, 0, 0)})
