@@ -5,10 +5,11 @@ run, from what they issue per element and what they must move, and set
 beside the byte floor and XLA:GPU's measured time (issue 46's targets: at
 most 1.3x the floor on every 1 GiB training row).
 
-What it counts: the kernels a job launches (`JOBS`), each kernel's main-loop
-iteration by issue pipe (checks/sass.py: the heaviest path through the
-grid-stride loop, inner loops once per trip), how many iterations ("units")
-and bytes each launch has on the row. A launch's predicted time is
+What it counts: the kernels a job launches (`job_roles`, `find_kernel`: the
+kernel table), each kernel's main-loop iteration by issue pipe (checks/sass.py;
+`path`: a specialised kernel's cheapest path, a generic kernel's heaviest with
+its tap loops at their `trips`), how many iterations (`units`) and bytes each
+launch has on the row. A launch's predicted time is
 
     max(bytes / bandwidth, warps x max(total / 4, alu / 2, fma / 2, xu / 0.5, memory / 1) / (SMs x clock))
     + LAUNCH_US,
@@ -19,7 +20,7 @@ the newest stored device run, bench/results/gpu-*.jsonl: the floor's bytes are
 its floor_ms times its measured copy bandwidth. These are predictions, not
 measurements.
 
-    python -m checks.gpu_model [--gpu h200|h100] [--results FILE] [--cubin FILE ...]
+    python -m checks.gpu_model [--gpu h200|h100] [--results FILE] [--cubin FILE ...] [--markdown]
 """
 
 from __future__ import annotations
@@ -33,7 +34,6 @@ import os
 import re
 import sys
 import textwrap
-from collections.abc import Callable
 
 from checks import sass
 from pool3d_pass.contract import pooled_extent
@@ -371,6 +371,23 @@ def _ms(v: float | None) -> str:
     return "    -" if v is None else (f"{v:5.3f}" if v < 10 else f"{v:5.2f}")
 
 
+def markdown(functions, rows: list[Row], machine: Machine) -> list[str]:
+    """The rows as a Markdown table (docs/gpu.md quotes it)."""
+    lines = ["| case | job | kernels | instructions / element | bound | predicted ms | worst ms | floor ms | "
+             "XLA ms | predicted / floor | XLA / predicted |", "|" + " --- |" * 11]
+    for row in rows:
+        launches = predict(functions, row, machine)
+        per_elem = sum(l.units * l.per_unit["total"] for l in launches) / row.n
+        pred, worst = sum(l.ms for l in launches), sum(l.worst_ms for l in launches)
+        floor = row.floor_bytes / machine.bandwidth * 1e3
+        xla = row.xla_ms if machine.name.split()[-1] in row.measured_on else None
+        lines.append(f"| {short_case(row)} | {row.job} | {' + '.join(l.tag for l in launches)} | {per_elem:.1f} | "
+                     f"{max(launches, key=lambda l: l.ms).bound} | {pred:.3f} | {worst:.3f} | {floor:.3f} | "
+                     f"{'-' if xla is None else f'{xla:.3f}'} | {pred / floor:.2f}x | "
+                     f"{'-' if xla is None else f'{xla / pred:.2f}x'} |")
+    return lines
+
+
 def table(functions, rows: list[Row], machine: Machine) -> list[str]:
     head = (f"{'case':<33} {'job':<8} {'kernels':<10} {'alu':>4} {'fma':>4} {'xu':>4} {'mem':>4} {'all':>4} "
             f"{'bound':<5} {'pred':>5} {'worst':>5} {'floor':>5} {'XLA':>5} {'p/fl':>5} {'XLA/p':>5}")
@@ -422,6 +439,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gpu", choices=sorted(GPUS), default="h200", help="the machine model (default h200)")
     parser.add_argument("--results", help="a stored device run (default: the newest bench/results/gpu-*.jsonl)")
     parser.add_argument("--cubin", action="append", help="read this cubin instead of building the kernels")
+    parser.add_argument("--markdown", action="store_true", help="print the 1 GiB rows as a Markdown table only")
     args = parser.parse_args(argv)
     machine = GPUS[args.gpu]
     path = args.results or newest_results(args.gpu)
@@ -441,6 +459,15 @@ def main(argv: list[str] | None = None) -> int:
     except (sass.Unavailable, RuntimeError) as error:
         print(f"gpu-model: {error}", file=sys.stderr)
         return 1
+    large = [r for r in rows if r.size_class == "large"]
+    small = [r for r in rows if r.size_class != "large"]
+    if args.markdown:
+        try:
+            print("\n".join(markdown(functions, large, machine)))
+        except LookupError as error:
+            print(f"gpu-model: {error.args[0]}", file=sys.stderr)
+            return 1
+        return 0
     rates = ", ".join(f"{p} {r:g}" for p, r in machine.rates)
     source = ", ".join(os.path.relpath(c) for c in args.cubin) if args.cubin else (
         os.path.relpath(library) if library else "sm_90a cubins built now")
@@ -455,8 +482,6 @@ def main(argv: list[str] | None = None) -> int:
         "generic ones on their heaviest; worst: every kernel on its heaviest path; ms; XLA only where measured "
         "on this GPU; p/fl = predicted / floor; XLA/p = XLA:GPU / predicted.")
     print(textwrap.fill(header, width=118), end="\n\n")
-    large = [r for r in rows if r.size_class == "large"]
-    small = [r for r in rows if r.size_class != "large"]
     for title, part in (("1 GiB rows", large), ("32 MiB rows", small)):
         if part:
             print(title)

@@ -16,10 +16,10 @@ venv); `parse()` splits the listing into functions (names demangled with
 binutils' c++filt), instructions and basic blocks. A kernel's main loop is
 its grid-stride loop: the address range from the outermost backward branch's
 target to that branch (no loop: the whole body). Its cost per iteration is
-the heaviest path through that range (a warp pays every side of a branch any
-of its lanes takes, and the kernels' border windows sit in every warp of a
-W row), inner loops counted once per trip (the caller gives the trips), a
-call counted with its subroutine's instructions.
+the heaviest or the lightest path through that range, or every block of it
+(a warp whose lanes take every side of every branch), inner loops counted
+once per trip (the caller gives the trips), a call with its subroutine's
+instructions, and divided by the copies where nvcc unrolled the loop.
 
 `python -m checks.sass [--cubin FILE] [--kernel REGEX]` prints each kernel's
 main loop by pipe, its global access widths, local memory and divisions.

@@ -1,8 +1,9 @@
 """The CUDA kernels' sm_90a machine code without a GPU (checks/sass.py) and the speed model (checks/gpu_model.py).
 
 The kernels' SASS must have no local memory (LDL/STL) in any kernel, no
-run-time integer division in a specialised (`Fixed<...>`) kernel's main loop,
-and 128-bit global accesses in every vector path (template argument V > 1);
+run-time integer division in any kernel's main loop (the specialised
+`Fixed<...>` kernels and the generic ones), and 128-bit global accesses in
+every vector path (template argument V > 1);
 the speed model must find a kernel for every bench row. Those tests need
 nvcc, cuobjdump and nvdisasm (`cuda_build.find_tool`; the test extra installs
 the CUDA 13 cuobjdump and nvdisasm wheels) and skip, saying which is missing,
@@ -399,15 +400,14 @@ def test_the_checks_flag_a_dividing_specialised_kernel_and_a_scalar_vector_path(
     assert list(dividing([bad, good])) == [bad.name] and scalar_vector_paths([bad, good]) == [bad.name]
 
 
-def test_specialised_kernels_do_not_divide_in_their_main_loop(kernel_sass):
-    if not specialised(kernel_sass):
-        pytest.skip("no specialised (Fixed<...>) kernels in this build")
-    assert dividing(specialised(kernel_sass)) == {}
+def test_no_kernel_divides_in_its_main_loop(kernel_sass):
+    """Issue 46: no run-time integer division in any hot loop; the specialised (Fixed<...>) kernels above all."""
+    assert specialised(kernel_sass), "no specialised (Fixed<...>) kernel in the build"
+    assert dividing(kernel_sass) == {}
 
 
 def test_vector_paths_use_128_bit_global_accesses(kernel_sass):
-    if not any(vector_width(f) > 1 for f in kernel_sass):
-        pytest.skip("no vector path (template argument V > 1) in this build")
+    assert any(vector_width(f) > 1 for f in kernel_sass), "no vector path (template argument V > 1) in the build"
     assert scalar_vector_paths(kernel_sass) == []
 
 
