@@ -293,7 +293,8 @@ def test_chunks_cover_input_larger_and_smaller_than_output(host_elements):
     window, gather = steps
     planes = shape[0] * shape[1]
     assert window["units_per_outer"] * window["V"] == 32 * 64 * 64  # outputs of one plane
-    assert gather["units_per_outer"] * gather["V"] == 64 * 128 * 128  # inputs of one plane
+    # blocks of 2 x 2 x V input positions (D, H, W) of one plane
+    assert gather["units_per_outer"] * gather["V"] * 2 * 2 == 64 * 128 * 128
     for st in steps:
         assert (st["chunks"] - 1) * st["per_chunk"] < planes <= st["chunks"] * st["per_chunk"]
         assert st["per_chunk"] * 64 * 128 * 128 < 2**21

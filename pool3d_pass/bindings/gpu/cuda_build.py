@@ -86,7 +86,8 @@ def find_nvcc() -> str | None:
 def command(nvcc: str, ffi_include_dir: str, output: str, *, ptxas_report: bool = True) -> list[str]:
     """The nvcc command line that builds the library into `output`."""
     cmd = [
-        nvcc, "-std=c++17", "-O3", "-shared", "-cudart", "static",
+        # --threads 0: the architectures compiled side by side, one per core
+        nvcc, "-std=c++17", "-O3", "-shared", "-cudart", "static", "--threads", "0",
         "-Xcompiler", "-fPIC,-fvisibility=hidden,-pthread",
         *GENCODE,
     ]
@@ -119,7 +120,16 @@ def build(output: str, ffi_include_dir: str, nvcc: str | None = None) -> tuple[b
             os.remove(partial)
         return False, f"{nvcc} failed (exit {done.returncode}):\n{log}"
     os.replace(partial, output)
+    # The build's report (ptxas: registers, spills) beside the library, for the
+    # tests, which then need not build it again.
+    with open(report_path(output), "w", encoding="utf-8") as report:
+        report.write(log)
     return True, log
+
+
+def report_path(library: str) -> str:
+    """Where build() leaves nvcc's report of `library`."""
+    return library + ".log"
 
 
 def main(argv: list[str] | None = None) -> int:

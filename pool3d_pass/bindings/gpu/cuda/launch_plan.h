@@ -148,6 +148,9 @@ inline int VectorWidth(const Geom& g, Kernel kernel, int elem_bytes) {
 
 inline int64_t Product(int64_t a, int64_t b, int64_t c) { return a * b * c; }
 
+// Blocks of `per` covering n.
+inline int64_t Blocks(int64_t n, int64_t per) { return (n + per - 1) / per; }
+
 // One step: class, width, chunks.
 inline Step PlanStep(const Geom& g, Kernel kernel, const PlanOptions& o) {
   Step s;
@@ -169,8 +172,13 @@ inline Step PlanStep(const Geom& g, Kernel kernel, const PlanOptions& o) {
     s.outer = g.in_cl ? g.B : g.B * g.C;
     s.in_per_outer = g.in_cl ? in_sp * g.C : in_sp;
     s.out_per_outer = g.in_cl ? out_sp * g.C : out_sp;
-    const bool per_input = kernel == Kernel::kGather && Overlapping(g);
-    s.units_per_outer = (per_input ? s.in_per_outer : s.out_per_outer) / V;
+    if (kernel == Kernel::kGather && Overlapping(g)) {  // blocks of input positions
+      const int64_t bd = Blocks(g.D, GatherBlock(int(g.kD))), bh = Blocks(g.H, GatherBlock(int(g.kH)));
+      s.units_per_outer = g.in_cl ? bd * bh * Blocks(g.W, GatherBlock(int(g.kW))) * (g.C / V)
+                                  : bd * bh * (g.W / V);
+    } else {
+      s.units_per_outer = s.out_per_outer / V;
+    }
   } else {
     s.layout = kStrided;
     s.outer = g.B;
@@ -249,10 +257,12 @@ Launch<I> MakeLaunch(const Geom& g, const Step& s, int64_t c) {
                          (s.cls == WindowClass::kGeneric || Overlapping(g));
   int64_t dv[4];
   if (s.cls != WindowClass::kGeneric) {
-    const int64_t W = per_input ? g.W : g.Wo, H = per_input ? g.H : g.Ho,
-                  D = per_input ? g.D : g.Do;
+    // Overlapping gathers count blocks of input positions (GatherBlock), the rest outputs.
+    const int64_t W = per_input ? Blocks(g.W, g.in_cl ? GatherBlock(int(g.kW)) : s.V) : g.Wo;
+    const int64_t H = per_input ? Blocks(g.H, GatherBlock(int(g.kH))) : g.Ho;
+    const int64_t D = per_input ? Blocks(g.D, GatherBlock(int(g.kD))) : g.Do;
     if (s.layout == kNcdhw) {
-      dv[0] = W / s.V; dv[1] = H; dv[2] = D; dv[3] = 1;
+      dv[0] = per_input ? W : W / s.V; dv[1] = H; dv[2] = D; dv[3] = 1;
     } else {
       dv[0] = g.C / s.V; dv[1] = W; dv[2] = H; dv[3] = D;
     }

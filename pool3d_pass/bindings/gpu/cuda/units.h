@@ -61,6 +61,16 @@ struct Generic {
 
 enum Layout : int { kNcdhw = 0, kNdhwc = 1, kStrided = 2 };
 
+// Input positions per axis in a unit of the overlapping-window gather
+// (GatherUnit): 2 along an axis the window spans (a multiple of the strides
+// these classes have), 1 along one it does not.
+POOL3D_HD constexpr int GatherBlock(int k) { return k > 1 ? 2 : 1; }
+
+POOL3D_HD constexpr int FloorDiv(int a, int b) {
+  return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+POOL3D_HD constexpr int CeilDiv(int a, int b) { return -FloorDiv(-a, b); }
+
 // Window kernel modes.
 enum WindowMode : int {
   kMax = 0,     // y and/or indices of the first maximum (null pointers: not wanted)
@@ -143,29 +153,80 @@ POOL3D_HD inline void StoreVec(M* p, const M* v) {
 }
 
 // ---------------------------------------------------------------------------
-// Keys and values.
+// Values: the searches compare as f32 (exact for bf16 and f16), which gives
+// the contract's order directly: NaN compares false with everything (so it
+// is never selected by a compare and is tracked on its own), +0 == -0 (so
+// the first zero tap is found), and padding is read as NaN (never selected).
 
-// The value of a key that is neither NaN nor a zero (KeyNanHigh's inverse).
 template <class T>
-POOL3D_HD inline typename T::M FromKey(int32_t k) {
-  using M = typename T::M;
-  constexpr uint32_t kSign = uint32_t{1} << (sizeof(M) * 8 - 1);
-  return k < 0 ? M(kSign | uint32_t(-k)) : M(uint32_t(k));
+POOL3D_HD inline float Wide(typename T::M v) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (std::is_same_v<T, F16T>) {
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(v));
+    return f;
+  }
+#endif
+  return T::ToF32(v);
 }
 
-// What a window's maximum key and first-maximum tap give: the output value
-// and the contract's index (-1 where the maximum is NaN). NaN and zero maxima
-// go back to the window's elements (xp, strides st): a NaN keeps its own bits
-// (the first NaN, at `tap`), a zero is +0 where any tap holds +0.
+// The element-type bits of f, which Wide gave (so exact).
+template <class T>
+POOL3D_HD inline typename T::M Narrow(float f) {
+  using M = typename T::M;
+  if constexpr (sizeof(M) == 4) {
+    return FloatBits(f);
+  } else if constexpr (std::is_same_v<T, BF16T>) {
+    return M(FloatBits(f) >> 16);
+  } else {
+#if defined(__CUDA_ARCH__)
+    M h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+#else
+    return T::FromF32(f);
+#endif
+  }
+}
+
+POOL3D_HD inline float NotANumber() { return BitsFloat(0x7fc00000u); }
+
+// One window's search: the maximum so far (-inf: none yet), the first tap
+// holding it, and whether a real element was NaN.
+struct Best {
+  float m;
+  int32_t tap;
+  bool nan;
+};
+
+POOL3D_HD inline void Reset(Best* b) {
+  b->m = BitsFloat(0xff800000u);  // -inf: a real -inf is still taken (>=)
+  b->tap = -1;
+  b->nan = false;
+}
+
+// Taps are visited last to first: `>=` then leaves the first tap holding the
+// maximum, and a plain overwrite on equality the first tap equal to a value.
+POOL3D_HD inline void Take(Best* b, float v, int32_t t) {
+  const bool ge = v >= b->m;
+  b->m = ge ? v : b->m;
+  b->tap = ge ? t : b->tap;
+  b->nan |= v != v;
+}
+
+// What a window's search gives: the output value and the contract's index
+// (-1 where the window holds a NaN). The rare outputs go back to the
+// window's elements (xp, strides st): a NaN keeps its own bits (the first
+// NaN), a zero is +0 where any tap holds +0.
 template <class T, class G, class I>
 POOL3D_HD inline void Finish(const G& g, const typename T::M* xp, const I* st,
-                             I d0, I h0, I w0, int32_t best, int32_t tap,
+                             I d0, I h0, I w0, const Best& b,
                              typename T::M* y, int16_t* idx) {
   using M = typename T::M;
-  if (idx != nullptr) *idx = int16_t(best == kNanHighKey ? -1 : tap);
+  if (idx != nullptr) *idx = int16_t(b.nan ? -1 : b.tap);
   if (y == nullptr) return;
-  if (best != kNanHighKey && best != 0) {
-    *y = FromKey<T>(best);
+  if (!b.nan && b.m != 0.0f) {
+    *y = Narrow<T>(b.m);
     return;
   }
   M m;
@@ -189,7 +250,8 @@ POOL3D_HD inline void Decode(const FastDiv<U>* div, U u, U* c) {
 // of one output row; Wo % V == 0. Input rows are read as a segment of
 // SEG = (V-1)*sW + kW columns starting at ow0*sW - pW; its V*sW columns from
 // ow0*sW on are one aligned vector, the halo (the pW columns before, and any
-// after) scalar. kChecked: the unit touches the padding (bounds checks).
+// after) scalar. kChecked: the unit touches the padding (bounds checks;
+// padding reads as NaN and is never taken, nor counted as a NaN).
 
 template <class W, int V>
 struct NcdhwSegment {
@@ -199,9 +261,10 @@ struct NcdhwSegment {
 };
 
 template <class T, class W, int V, bool kChecked>
-POOL3D_HD inline void LoadKeysNcdhw(const Launch<int32_t>& g,
-                                    const typename T::M* xp, int32_t d,
-                                    int32_t h, int32_t c0, int32_t* key) {
+POOL3D_HD inline void LoadRowNcdhw(const Launch<int32_t>& g,
+                                   const typename T::M* xp, int32_t d,
+                                   int32_t h, int32_t c0, float* val,
+                                   bool* real) {
   using M = typename T::M;
   using S = NcdhwSegment<W, V>;
   if constexpr (!kChecked) {
@@ -212,14 +275,17 @@ POOL3D_HD inline void LoadKeysNcdhw(const Launch<int32_t>& g,
     for (int t = 0; t < S::kSeg; ++t)
       if (t < S::kVec0 || t >= S::kVec0 + S::kVecN) seg[t] = row[t];
 #pragma unroll
-    for (int t = 0; t < S::kSeg; ++t) key[t] = KeyNanHigh<T>(seg[t]);
+    for (int t = 0; t < S::kSeg; ++t) {
+      val[t] = Wide<T>(seg[t]);
+      real[t] = true;
+    }
   } else {
     const bool row_ok = uint32_t(d) < uint32_t(g.D) && uint32_t(h) < uint32_t(g.H);
 #pragma unroll
     for (int t = 0; t < S::kSeg; ++t) {
       const int32_t c = c0 + t;
-      const bool ok = row_ok && uint32_t(c) < uint32_t(g.W);
-      key[t] = ok ? KeyNanHigh<T>(xp[(d * g.H + h) * g.W + c]) : kPadKey;
+      real[t] = row_ok && uint32_t(c) < uint32_t(g.W);
+      val[t] = real[t] ? Wide<T>(xp[(d * g.H + h) * g.W + c]) : NotANumber();
     }
   }
 }
@@ -237,90 +303,46 @@ POOL3D_HD inline bool InteriorNcdhw(const Launch<int32_t>& g, int32_t od,
          c0 >= 0 && c0 + kEnd <= g.W;
 }
 
-// The first maximum of V windows: best key and tap per lane.
-template <class T, class W, int V, bool kChecked>
-POOL3D_HD inline void MaxNcdhw(const Launch<int32_t>& g,
-                               const typename T::M* xp, int32_t od, int32_t oh,
-                               int32_t ow0, int32_t* best, int32_t* tap) {
-  constexpr int kSeg = NcdhwSegment<W, V>::kSeg;
-#pragma unroll
-  for (int j = 0; j < V; ++j) {
-    best[j] = kPadKey;
-    tap[j] = -1;
-  }
-  const int32_t d0 = od * W::sD - W::pD, h0 = oh * W::sH - W::pH;
-  const int32_t c0 = ow0 * W::sW - W::pW;
-#pragma unroll
-  for (int td = 0; td < W::kD; ++td)
-#pragma unroll
-    for (int th = 0; th < W::kH; ++th) {
-      int32_t key[kSeg];
-      LoadKeysNcdhw<T, W, V, kChecked>(g, xp, d0 + td, h0 + th, c0, key);
-#pragma unroll
-      for (int j = 0; j < V; ++j)
-#pragma unroll
-        for (int tw = 0; tw < W::kW; ++tw) {
-          const int32_t k = key[j * W::sW + tw];
-          const bool gt = k > best[j];
-          best[j] = gt ? k : best[j];
-          tap[j] = gt ? (td * W::kH + th) * W::kW + tw : tap[j];
-        }
-    }
-}
-
-// The first tap of each of V windows whose element equals target[j] (keys;
-// a NaN target is kNanKey, which no element's key equals): -1 where none.
-template <class T, class W, int V, bool kChecked>
-POOL3D_HD inline void SelectNcdhw(const Launch<int32_t>& g,
+// The searches of V windows (kSelectOnly: the first tap equal to target[j]
+// instead of the maximum).
+template <class T, class W, int V, bool kChecked, bool kSelectOnly>
+POOL3D_HD inline void SearchNcdhw(const Launch<int32_t>& g,
                                   const typename T::M* xp, int32_t od,
-                                  int32_t oh, int32_t ow0,
-                                  const int32_t* target, int32_t* tap) {
+                                  int32_t oh, int32_t ow0, const float* target,
+                                  Best* best) {
   constexpr int kSeg = NcdhwSegment<W, V>::kSeg;
 #pragma unroll
-  for (int j = 0; j < V; ++j) tap[j] = -1;
+  for (int j = 0; j < V; ++j) Reset(&best[j]);
   const int32_t d0 = od * W::sD - W::pD, h0 = oh * W::sH - W::pH;
   const int32_t c0 = ow0 * W::sW - W::pW;
-  // Last tap first: the last match written is the first in tap order.
 #pragma unroll
   for (int td = W::kD - 1; td >= 0; --td)
 #pragma unroll
     for (int th = W::kH - 1; th >= 0; --th) {
-      int32_t key[kSeg];
-      LoadKeysNcdhw<T, W, V, kChecked>(g, xp, d0 + td, h0 + th, c0, key);
+      float val[kSeg];
+      bool real[kSeg];
+      LoadRowNcdhw<T, W, V, kChecked>(g, xp, d0 + td, h0 + th, c0, val, real);
 #pragma unroll
       for (int j = 0; j < V; ++j)
 #pragma unroll
-        for (int tw = W::kW - 1; tw >= 0; --tw)
-          tap[j] = key[j * W::sW + tw] == target[j]
-                       ? (td * W::kH + th) * W::kW + tw
-                       : tap[j];
+        for (int tw = W::kW - 1; tw >= 0; --tw) {
+          const float v = val[j * W::sW + tw];
+          const int32_t t = (td * W::kH + th) * W::kW + tw;
+          if constexpr (kSelectOnly) {
+            best[j].tap = v == target[j] ? t : best[j].tap;
+          } else {
+            const bool ge = v >= best[j].m;
+            best[j].m = ge ? v : best[j].m;
+            best[j].tap = ge ? t : best[j].tap;
+            best[j].nan |= real[j * W::sW + tw] && v != v;
+          }
+        }
     }
-}
-
-template <class T>
-POOL3D_HD inline int32_t TargetKey(typename T::M y) {
-  return IsNan<T>(y) ? kNanKey : KeyNanHigh<T>(y);
 }
 
 // ---------------------------------------------------------------------------
 // Window kernels, Fixed windows, NDHWC: a unit is V channels (c0 .. c0+V-1)
 // of one output position; C % V == 0, each tap one aligned V-channel load.
-
-template <class T, class W, int V, bool kChecked>
-POOL3D_HD inline void LoadTapNdhwc(const Launch<int32_t>& g,
-                                   const typename T::M* xp, int32_t d,
-                                   int32_t h, int32_t w, int32_t* key) {
-  using M = typename T::M;
-  const bool ok = !kChecked || (uint32_t(d) < uint32_t(g.D) &&
-                                uint32_t(h) < uint32_t(g.H) &&
-                                uint32_t(w) < uint32_t(g.W));
-  M v[V];
-  if (ok) {
-    LoadVec<M, V>(xp + ((d * g.H + h) * g.W + w) * g.C, v);
-  }
-#pragma unroll
-  for (int j = 0; j < V; ++j) key[j] = ok ? KeyNanHigh<T>(v[j]) : kPadKey;
-}
 
 POOL3D_HD inline bool InteriorWindow3(int32_t d0, int32_t h0, int32_t w0,
                                       int32_t kD, int32_t kH, int32_t kW,
@@ -329,51 +351,49 @@ POOL3D_HD inline bool InteriorWindow3(int32_t d0, int32_t h0, int32_t w0,
          w0 + kW <= W;
 }
 
-template <class T, class W, int V, bool kChecked>
-POOL3D_HD inline void MaxNdhwc(const Launch<int32_t>& g,
-                               const typename T::M* xp, int32_t d0, int32_t h0,
-                               int32_t w0, int32_t* best, int32_t* tap) {
-#pragma unroll
-  for (int j = 0; j < V; ++j) {
-    best[j] = kPadKey;
-    tap[j] = -1;
-  }
-#pragma unroll
-  for (int td = 0; td < W::kD; ++td)
-#pragma unroll
-    for (int th = 0; th < W::kH; ++th)
-#pragma unroll
-      for (int tw = 0; tw < W::kW; ++tw) {
-        int32_t key[V];
-        LoadTapNdhwc<T, W, V, kChecked>(g, xp, d0 + td, h0 + th, w0 + tw, key);
-#pragma unroll
-        for (int j = 0; j < V; ++j) {
-          const bool gt = key[j] > best[j];
-          best[j] = gt ? key[j] : best[j];
-          tap[j] = gt ? (td * W::kH + th) * W::kW + tw : tap[j];
-        }
-      }
-}
-
-template <class T, class W, int V, bool kChecked>
-POOL3D_HD inline void SelectNdhwc(const Launch<int32_t>& g,
+template <class T, class W, int V, bool kChecked, bool kSelectOnly>
+POOL3D_HD inline void SearchNdhwc(const Launch<int32_t>& g,
                                   const typename T::M* xp, int32_t d0,
-                                  int32_t h0, int32_t w0,
-                                  const int32_t* target, int32_t* tap) {
+                                  int32_t h0, int32_t w0, const float* target,
+                                  Best* best) {
+  using M = typename T::M;
 #pragma unroll
-  for (int j = 0; j < V; ++j) tap[j] = -1;
+  for (int j = 0; j < V; ++j) Reset(&best[j]);
 #pragma unroll
   for (int td = W::kD - 1; td >= 0; --td)
 #pragma unroll
     for (int th = W::kH - 1; th >= 0; --th)
 #pragma unroll
       for (int tw = W::kW - 1; tw >= 0; --tw) {
-        int32_t key[V];
-        LoadTapNdhwc<T, W, V, kChecked>(g, xp, d0 + td, h0 + th, w0 + tw, key);
+        const int32_t d = d0 + td, h = h0 + th, w = w0 + tw;
+        const bool ok = !kChecked || (uint32_t(d) < uint32_t(g.D) &&
+                                      uint32_t(h) < uint32_t(g.H) &&
+                                      uint32_t(w) < uint32_t(g.W));
+        M x[V];
+        if (ok) LoadVec<M, V>(xp + ((d * g.H + h) * g.W + w) * g.C, x);
+        const int32_t t = (td * W::kH + th) * W::kW + tw;
 #pragma unroll
-        for (int j = 0; j < V; ++j)
-          tap[j] = key[j] == target[j] ? (td * W::kH + th) * W::kW + tw : tap[j];
+        for (int j = 0; j < V; ++j) {
+          const float v = ok ? Wide<T>(x[j]) : NotANumber();
+          if constexpr (kSelectOnly) {
+            best[j].tap = v == target[j] ? t : best[j].tap;
+          } else {
+            const bool ge = v >= best[j].m;
+            best[j].m = ge ? v : best[j].m;
+            best[j].tap = ge ? t : best[j].tap;
+            best[j].nan |= ok && v != v;
+          }
+        }
       }
+}
+
+// The given outputs of V windows as f32 search targets (a NaN equals nothing).
+template <class T, int V>
+POOL3D_HD inline void LoadTargets(const typename T::M* y, float* target) {
+  typename T::M yv[V];
+  LoadVec<typename T::M, V>(y, yv);
+#pragma unroll
+  for (int j = 0; j < V; ++j) target[j] = Wide<T>(yv[j]);
 }
 
 // ---------------------------------------------------------------------------
@@ -436,26 +456,22 @@ struct WindowUnit {
   POOL3D_HD static void Body(const Launch<int32_t>& g, const Operands<M>& p,
                              const M* xp, int32_t od, int32_t oh, int32_t ow0,
                              int32_t o0) {
-    int32_t tap[V];
+    Best best[V];
     const int32_t st[3] = {g.H * g.W, g.W, 1};
     const int32_t d0 = od * W::sD - W::pD, h0 = oh * W::sH - W::pH;
     if constexpr (Mode == kSelect) {
-      M yv[V];
-      LoadVec<M, V>(p.y_in + o0, yv);
-      int32_t target[V];
-#pragma unroll
-      for (int j = 0; j < V; ++j) target[j] = TargetKey<T>(yv[j]);
-      SelectNcdhw<T, W, V, kChecked>(g, xp, od, oh, ow0, target, tap);
-      StoreIndices(p.idx + o0, tap);
+      float target[V];
+      LoadTargets<T, V>(p.y_in + o0, target);
+      SearchNcdhw<T, W, V, kChecked, true>(g, xp, od, oh, ow0, target, best);
+      StoreIndices(p.idx + o0, best);
     } else {
-      int32_t best[V];
-      MaxNcdhw<T, W, V, kChecked>(g, xp, od, oh, ow0, best, tap);
+      SearchNcdhw<T, W, V, kChecked, false>(g, xp, od, oh, ow0, nullptr, best);
       M y[V];
       int16_t idx[V];
 #pragma unroll
       for (int j = 0; j < V; ++j)
         Finish<T>(g, xp, st, d0, h0, (ow0 + j) * W::sW - W::pW, best[j],
-                  tap[j], &y[j], &idx[j]);
+                  &y[j], &idx[j]);
       if (p.y != nullptr) StoreVec<M, V>(p.y + o0, y);
       if (p.idx != nullptr) StoreVec<int16_t, V>(p.idx + o0, idx);
     }
@@ -465,33 +481,29 @@ struct WindowUnit {
   POOL3D_HD static void BodyCl(const Launch<int32_t>& g, const Operands<M>& p,
                                const M* xp, int32_t d0, int32_t h0, int32_t w0,
                                int32_t o0) {
-    int32_t tap[V];
+    Best best[V];
     const int32_t st[3] = {g.H * g.W * g.C, g.W * g.C, g.C};
     if constexpr (Mode == kSelect) {
-      M yv[V];
-      LoadVec<M, V>(p.y_in + o0, yv);
-      int32_t target[V];
-#pragma unroll
-      for (int j = 0; j < V; ++j) target[j] = TargetKey<T>(yv[j]);
-      SelectNdhwc<T, W, V, kChecked>(g, xp, d0, h0, w0, target, tap);
-      StoreIndices(p.idx + o0, tap);
+      float target[V];
+      LoadTargets<T, V>(p.y_in + o0, target);
+      SearchNdhwc<T, W, V, kChecked, true>(g, xp, d0, h0, w0, target, best);
+      StoreIndices(p.idx + o0, best);
     } else {
-      int32_t best[V];
-      MaxNdhwc<T, W, V, kChecked>(g, xp, d0, h0, w0, best, tap);
+      SearchNdhwc<T, W, V, kChecked, false>(g, xp, d0, h0, w0, nullptr, best);
       M y[V];
       int16_t idx[V];
 #pragma unroll
       for (int j = 0; j < V; ++j)
-        Finish<T>(g, xp + j, st, d0, h0, w0, best[j], tap[j], &y[j], &idx[j]);
+        Finish<T>(g, xp + j, st, d0, h0, w0, best[j], &y[j], &idx[j]);
       if (p.y != nullptr) StoreVec<M, V>(p.y + o0, y);
       if (p.idx != nullptr) StoreVec<int16_t, V>(p.idx + o0, idx);
     }
   }
 
-  POOL3D_HD static void StoreIndices(int16_t* out, const int32_t* tap) {
+  POOL3D_HD static void StoreIndices(int16_t* out, const Best* best) {
     int16_t idx[V];
 #pragma unroll
-    for (int j = 0; j < V; ++j) idx[j] = int16_t(tap[j]);
+    for (int j = 0; j < V; ++j) idx[j] = int16_t(best[j].tap);
     StoreVec<int16_t, V>(out, idx);
   }
 
@@ -609,6 +621,31 @@ POOL3D_HD inline void LoadGradient(const typename T::M* go, typename T::M* gv) {
   for (int j = 0; j < V; ++j) gv[j] = Normalise<T>(gv[j]);
 }
 
+// One axis of an overlapping-window gather block (GatherUnit): P positions
+// from i0 (a multiple of the stride S) are covered by the windows
+// i0 / S + e, e in [kLo, kHi]; Tap(r, e) is position r's tap in window e, or
+// -1 where that window does not cover it.
+template <int K, int S, int Pad, int P>
+struct GatherAxis {
+  static constexpr int kLo = CeilDiv(Pad - K + 1, S);
+  static constexpr int kHi = FloorDiv(P - 1 + Pad, S);
+  static constexpr int kN = kHi - kLo + 1;
+  POOL3D_HD static constexpr int Tap(int r, int e) {
+    return r + Pad - e * S >= 0 && r + Pad - e * S < K ? r + Pad - e * S : -1;
+  }
+};
+
+// The block of a Fixed window W in layout L with V lanes: positions per axis
+// (NCDHW: V along W) and the three axes.
+template <class W, int L, int V>
+struct GatherBlockOf {
+  static constexpr int kPD = GatherBlock(W::kD), kPH = GatherBlock(W::kH);
+  static constexpr int kPW = L == kNcdhw ? V : GatherBlock(W::kW);
+  using AD = GatherAxis<W::kD, W::sD, W::pD, kPD>;
+  using AH = GatherAxis<W::kH, W::sH, W::pH, kPH>;
+  using AW = GatherAxis<W::kW, W::sW, W::pW, kPW>;
+};
+
 // ---------------------------------------------------------------------------
 // The gather kernel's unit: the gradient from indices.
 
@@ -670,109 +707,166 @@ struct GatherUnit {
   template <int K, int S>
   POOL3D_HD static constexpr int Candidates() { return (K + S - 1) / S; }
 
-  // Overlapping windows, NCDHW: a unit is V input elements w0 .. w0+V-1 of
-  // one row (W % V == 0, V % sW == 0). Each lane's candidate windows along W
-  // and their taps are compile-time constants (w0 is a multiple of sW).
+  // Overlapping windows: a unit is a block of input positions, P per axis
+  // (GatherBlock: 2 along an axis with a window, so that the block starts at
+  // a multiple of the stride; NCDHW takes V positions along W). Which windows
+  // cover each position, and at which tap, then depends only on the
+  // position's place in the block (its parity): compile-time constants. The
+  // block's windows are read once each, in ascending (od, oh, ow) order, and
+  // each adds to the positions it covers: every position sums its windows in
+  // that order, as the CPU kernels do. Windows outside the tensor read a
+  // clamped real one and count for nothing; no branch but the final stores.
+  POOL3D_HD static int32_t Clamp(int32_t o, int32_t n) { return o < 0 ? 0 : o >= n ? n - 1 : o; }
+
   POOL3D_HD static void RunOverlapNcdhw(const Launch<int32_t>& g,
                                         const Operands<M>& p, U u) {
-    constexpr int NCD = Candidates<W::kD, W::sD>(), NCH = Candidates<W::kH, W::sH>(),
-                  NCW = Candidates<W::kW, W::sW>();
-    // Windows along W read by the unit: [ob + kLo, ob + kLo + kNW).
-    constexpr int kLo = W::pW / W::sW - (NCW - 1);
-    constexpr int kNW = (V - 1 + W::pW) / W::sW - W::pW / W::sW + NCW;
+    using B = GatherBlockOf<W, L, V>;
+    using AD = typename B::AD;
+    using AH = typename B::AH;
+    using AW = typename B::AW;
+    constexpr int kPD = B::kPD, kPH = B::kPH, kPW = B::kPW;
     U c[4];
     Decode<U, 3>(g.div, u, c);
-    const int32_t w0 = int32_t(c[0]) * V, h = int32_t(c[1]), d = int32_t(c[2]),
-                  plane = int32_t(c[3]);
-    const int32_t ob = w0 / W::sW;  // a compile-time divisor: a shift or a multiply
-    const int32_t qd = d + W::pD, qh = h + W::pH;
-    const int32_t od_hi = qd / W::sD, oh_hi = qh / W::sH;
-    float acc[V];
-#pragma unroll
-    for (int j = 0; j < V; ++j) acc[j] = 0.0f;
+    const int32_t w0 = int32_t(c[0]) * kPW, h0 = int32_t(c[1]) * kPH,
+                  d0 = int32_t(c[2]) * kPD, plane = int32_t(c[3]);
+    const int32_t obd = d0 / W::sD, obh = h0 / W::sH, obw = w0 / W::sW;
     const int16_t* ip = p.idx_in + plane * (g.Do * g.Ho * g.Wo);
     const M* gp = p.go + plane * (g.Do * g.Ho * g.Wo);
-    const bool w_inside = ob + kLo >= 0 && ob + kLo + kNW <= g.Wo;
+    int32_t wcol[AW::kN];
+    bool wreal[AW::kN];
 #pragma unroll
-    for (int cd = 0; cd < NCD; ++cd) {
-      const int32_t od = od_hi - (NCD - 1) + cd, td = qd - od * W::sD;
-      if (od < 0 || od >= g.Do || td >= W::kD) continue;
+    for (int e = 0; e < AW::kN; ++e) {
+      const int32_t ow = obw + AW::kLo + e;
+      wreal[e] = ow >= 0 && ow < g.Wo;
+      wcol[e] = Clamp(ow, g.Wo);
+    }
+    float acc[kPD][kPH][kPW];
 #pragma unroll
-      for (int chh = 0; chh < NCH; ++chh) {
-        const int32_t oh = oh_hi - (NCH - 1) + chh, th = qh - oh * W::sH;
-        if (oh < 0 || oh >= g.Ho || th >= W::kH) continue;
-        const int32_t row = (od * g.Ho + oh) * g.Wo + ob + kLo;
-        const int32_t row_tap = (td * W::kH + th) * W::kW;
-        int32_t wi[kNW];
-        float wg[kNW];
+    for (int rd = 0; rd < kPD; ++rd)
 #pragma unroll
-        for (int t = 0; t < kNW; ++t) {
-          const int32_t ow = ob + kLo + t;
-          const bool ok = w_inside || (ow >= 0 && ow < g.Wo);
-          wi[t] = ok ? int32_t(ip[row + t]) : -1;
-          wg[t] = ok ? T::ToF32(gp[row + t]) : 0.0f;
+      for (int rh = 0; rh < kPH; ++rh)
+#pragma unroll
+        for (int rw = 0; rw < kPW; ++rw) acc[rd][rh][rw] = 0.0f;
+#pragma unroll
+    for (int ed = 0; ed < AD::kN; ++ed) {
+      const int32_t od = obd + AD::kLo + ed;
+      const bool dreal = od >= 0 && od < g.Do;
+#pragma unroll
+      for (int eh = 0; eh < AH::kN; ++eh) {
+        const int32_t oh = obh + AH::kLo + eh;
+        const bool rreal = dreal && oh >= 0 && oh < g.Ho;
+        const int32_t row = (Clamp(od, g.Do) * g.Ho + Clamp(oh, g.Ho)) * g.Wo;
+#pragma unroll
+        for (int ew = 0; ew < AW::kN; ++ew) {
+          const int32_t wi = ip[row + wcol[ew]];
+          const float wg = T::ToF32(gp[row + wcol[ew]]);
+          const bool real = rreal && wreal[ew];
+#pragma unroll
+          for (int rd = 0; rd < kPD; ++rd)
+#pragma unroll
+            for (int rh = 0; rh < kPH; ++rh)
+#pragma unroll
+              for (int rw = 0; rw < kPW; ++rw) {
+                const int td = AD::Tap(rd, AD::kLo + ed), th = AH::Tap(rh, AH::kLo + eh),
+                          tw = AW::Tap(rw, AW::kLo + ew);
+                if (td >= 0 && th >= 0 && tw >= 0) {  // compile-time
+                  const bool hit = real && wi == (td * W::kH + th) * W::kW + tw;
+                  acc[rd][rh][rw] += hit ? wg : 0.0f;
+                }
+              }
         }
-#pragma unroll
-        for (int j = 0; j < V; ++j)
-#pragma unroll
-          for (int cw = 0; cw < NCW; ++cw) {
-            // lane j's candidate cw: window ob + (j + pW) / sW - (NCW-1) + cw
-            const int t = (j + W::pW) / W::sW - (NCW - 1) + cw - kLo;
-            const int tw = (j + W::pW) - ((j + W::pW) / W::sW - (NCW - 1) + cw) * W::sW;
-            if (tw < W::kW && wi[t] == row_tap + tw) acc[j] += wg[t];
-          }
       }
     }
-    M out[V];
+    M* dxp = p.dx + plane * (g.D * g.H * g.W);
 #pragma unroll
-    for (int j = 0; j < V; ++j) out[j] = T::FromF32(acc[j]);
-    StoreVec<M, V>(p.dx + plane * (g.D * g.H * g.W) + (d * g.H + h) * g.W + w0, out);
+    for (int rd = 0; rd < kPD; ++rd)
+#pragma unroll
+      for (int rh = 0; rh < kPH; ++rh) {
+        if (d0 + rd >= g.D || h0 + rh >= g.H) continue;  // the block's overhang
+        M out[kPW];
+#pragma unroll
+        for (int rw = 0; rw < kPW; ++rw) out[rw] = T::FromF32(acc[rd][rh][rw]);
+        StoreVec<M, kPW>(dxp + ((d0 + rd) * g.H + h0 + rh) * g.W + w0, out);
+      }
   }
 
-  // Overlapping windows, NDHWC: a unit is V channels of one input position;
-  // each candidate window's V indices and gradients are one load each.
   POOL3D_HD static void RunOverlapNdhwc(const Launch<int32_t>& g,
                                         const Operands<M>& p, U u) {
-    constexpr int NCD = Candidates<W::kD, W::sD>(), NCH = Candidates<W::kH, W::sH>(),
-                  NCW = Candidates<W::kW, W::sW>();
+    using B = GatherBlockOf<W, L, V>;
+    using AD = typename B::AD;
+    using AH = typename B::AH;
+    using AW = typename B::AW;
+    constexpr int kPD = B::kPD, kPH = B::kPH, kPW = B::kPW;
     U c[5];
     Decode<U, 4>(g.div, u, c);
-    const int32_t c0 = int32_t(c[0]) * V, w = int32_t(c[1]), h = int32_t(c[2]),
-                  d = int32_t(c[3]), n = int32_t(c[4]);
-    const int32_t qd = d + W::pD, qh = h + W::pH, qw = w + W::pW;
-    const int32_t od_hi = qd / W::sD, oh_hi = qh / W::sH, ow_hi = qw / W::sW;
+    const int32_t c0 = int32_t(c[0]) * V, w0 = int32_t(c[1]) * kPW,
+                  h0 = int32_t(c[2]) * kPH, d0 = int32_t(c[3]) * kPD,
+                  n = int32_t(c[4]);
+    const int32_t obd = d0 / W::sD, obh = h0 / W::sH, obw = w0 / W::sW;
     const int32_t base = n * (g.Do * g.Ho * g.Wo * g.C) + c0;
-    float acc[V];
+    float acc[kPD][kPH][kPW][V];
 #pragma unroll
-    for (int j = 0; j < V; ++j) acc[j] = 0.0f;
+    for (int rd = 0; rd < kPD; ++rd)
 #pragma unroll
-    for (int cd = 0; cd < NCD; ++cd) {
-      const int32_t od = od_hi - (NCD - 1) + cd, td = qd - od * W::sD;
-      if (od < 0 || od >= g.Do || td >= W::kD) continue;
+      for (int rh = 0; rh < kPH; ++rh)
 #pragma unroll
-      for (int chh = 0; chh < NCH; ++chh) {
-        const int32_t oh = oh_hi - (NCH - 1) + chh, th = qh - oh * W::sH;
-        if (oh < 0 || oh >= g.Ho || th >= W::kH) continue;
+        for (int rw = 0; rw < kPW; ++rw)
 #pragma unroll
-        for (int cw = 0; cw < NCW; ++cw) {
-          const int32_t ow = ow_hi - (NCW - 1) + cw, tw = qw - ow * W::sW;
-          if (ow < 0 || ow >= g.Wo || tw >= W::kW) continue;
-          const int32_t at = base + ((od * g.Ho + oh) * g.Wo + ow) * g.C;
-          const int32_t t = (td * W::kH + th) * W::kW + tw;
+          for (int j = 0; j < V; ++j) acc[rd][rh][rw][j] = 0.0f;
+#pragma unroll
+    for (int ed = 0; ed < AD::kN; ++ed) {
+      const int32_t od = obd + AD::kLo + ed;
+      const bool dreal = od >= 0 && od < g.Do;
+#pragma unroll
+      for (int eh = 0; eh < AH::kN; ++eh) {
+        const int32_t oh = obh + AH::kLo + eh;
+        const bool hreal = dreal && oh >= 0 && oh < g.Ho;
+#pragma unroll
+        for (int ew = 0; ew < AW::kN; ++ew) {
+          const int32_t ow = obw + AW::kLo + ew;
+          const bool real = hreal && ow >= 0 && ow < g.Wo;
+          const int32_t at =
+              base + ((Clamp(od, g.Do) * g.Ho + Clamp(oh, g.Ho)) * g.Wo + Clamp(ow, g.Wo)) * g.C;
           int16_t wi[V];
-          M wg[V];
+          M wm[V];
           LoadVec<int16_t, V>(p.idx_in + at, wi);
-          LoadVec<M, V>(p.go + at, wg);
+          LoadVec<M, V>(p.go + at, wm);
+          float wg[V];
 #pragma unroll
-          for (int j = 0; j < V; ++j)
-            if (int32_t(wi[j]) == t) acc[j] += T::ToF32(wg[j]);
+          for (int j = 0; j < V; ++j) wg[j] = T::ToF32(wm[j]);
+#pragma unroll
+          for (int rd = 0; rd < kPD; ++rd)
+#pragma unroll
+            for (int rh = 0; rh < kPH; ++rh)
+#pragma unroll
+              for (int rw = 0; rw < kPW; ++rw) {
+                const int td = AD::Tap(rd, AD::kLo + ed), th = AH::Tap(rh, AH::kLo + eh),
+                          tw = AW::Tap(rw, AW::kLo + ew);
+                if (td >= 0 && th >= 0 && tw >= 0) {  // compile-time
+                  const int32_t t = (td * W::kH + th) * W::kW + tw;
+#pragma unroll
+                  for (int j = 0; j < V; ++j) {
+                    const bool hit = real && int32_t(wi[j]) == t;
+                    acc[rd][rh][rw][j] += hit ? wg[j] : 0.0f;
+                  }
+                }
+              }
         }
       }
     }
-    M out[V];
+    M* dxp = p.dx + n * (g.D * g.H * g.W * g.C) + c0;
 #pragma unroll
-    for (int j = 0; j < V; ++j) out[j] = T::FromF32(acc[j]);
-    StoreVec<M, V>(p.dx + n * (g.D * g.H * g.W * g.C) + ((d * g.H + h) * g.W + w) * g.C + c0, out);
+    for (int rd = 0; rd < kPD; ++rd)
+#pragma unroll
+      for (int rh = 0; rh < kPH; ++rh)
+#pragma unroll
+        for (int rw = 0; rw < kPW; ++rw) {
+          if (d0 + rd >= g.D || h0 + rh >= g.H || w0 + rw >= g.W) continue;
+          M out[V];
+#pragma unroll
+          for (int j = 0; j < V; ++j) out[j] = T::FromF32(acc[rd][rh][rw][j]);
+          StoreVec<M, V>(dxp + (((d0 + rd) * g.H + h0 + rh) * g.W + w0 + rw) * g.C, out);
+        }
   }
 
   // Generic: input element u (input layout order): the windows covering it
@@ -841,19 +935,16 @@ struct FusedUnit {
                     od = int32_t(c[2]), plane = int32_t(c[3]);
       const M* xp = p.x + plane * (g.D * g.H * g.W);
       const int32_t o0 = ((plane * g.Do + od) * g.Ho + oh) * g.Wo + ow0;
+      Best best[V];
       if constexpr (Mode == kByOutput) {
-        M yv[V];
-        LoadVec<M, V>(p.y_in + o0, yv);
-        int32_t target[V];
-#pragma unroll
-        for (int j = 0; j < V; ++j) target[j] = TargetKey<T>(yv[j]);
-        SelectNcdhw<T, W, V, false>(g, xp, od, oh, ow0, target, tap);
+        float target[V];
+        LoadTargets<T, V>(p.y_in + o0, target);
+        SearchNcdhw<T, W, V, false, true>(g, xp, od, oh, ow0, target, best);
       } else {
-        int32_t best[V];
-        MaxNcdhw<T, W, V, false>(g, xp, od, oh, ow0, best, tap);
-#pragma unroll
-        for (int j = 0; j < V; ++j) tap[j] = best[j] == kNanHighKey ? -1 : tap[j];
+        SearchNcdhw<T, W, V, false, false>(g, xp, od, oh, ow0, nullptr, best);
       }
+#pragma unroll
+      for (int j = 0; j < V; ++j) tap[j] = best[j].nan ? -1 : best[j].tap;
       LoadGradient<T, V>(p.go + o0, gv);
       WriteBlockNcdhw<T, W, V>(g, p.dx + plane * (g.D * g.H * g.W), od, oh,
                                ow0, tap, gv);
@@ -866,19 +957,16 @@ struct FusedUnit {
       const M* xp = p.x + in0;
       const int32_t o0 = (((n * g.Do + od) * g.Ho + oh) * g.Wo + ow) * g.C + c0;
       const int32_t d0 = od * W::kD, h0 = oh * W::kH, w0 = ow * W::kW;
+      Best best[V];
       if constexpr (Mode == kByOutput) {
-        M yv[V];
-        LoadVec<M, V>(p.y_in + o0, yv);
-        int32_t target[V];
-#pragma unroll
-        for (int j = 0; j < V; ++j) target[j] = TargetKey<T>(yv[j]);
-        SelectNdhwc<T, W, V, false>(g, xp, d0, h0, w0, target, tap);
+        float target[V];
+        LoadTargets<T, V>(p.y_in + o0, target);
+        SearchNdhwc<T, W, V, false, true>(g, xp, d0, h0, w0, target, best);
       } else {
-        int32_t best[V];
-        MaxNdhwc<T, W, V, false>(g, xp, d0, h0, w0, best, tap);
-#pragma unroll
-        for (int j = 0; j < V; ++j) tap[j] = best[j] == kNanHighKey ? -1 : tap[j];
+        SearchNdhwc<T, W, V, false, false>(g, xp, d0, h0, w0, nullptr, best);
       }
+#pragma unroll
+      for (int j = 0; j < V; ++j) tap[j] = best[j].nan ? -1 : best[j].tap;
       LoadGradient<T, V>(p.go + o0, gv);
       WriteBlockNdhwc<T, W, V>(g, p.dx + in0, od, oh, ow, tap, gv);
     }
