@@ -256,10 +256,18 @@ def find_kernel(functions, role: Role, row: Row) -> tuple[sass.Function, dict] |
 
 
 def units(role: Role, row: Row, args: dict) -> float:
-    """Loop iterations: V outputs (window), V windows (fused; gather without overlap) or V input elements
-    (gather with overlap) a unit where specialised; one output, or one input element (gather), where generic."""
-    per_input = role.kind == "gather" and (row.overlap or not args["specialised"])
-    return (row.n if per_input else row.m) / args["V"]
+    """Loop iterations, as launch_plan.h's PlanStep counts them: specialised, V outputs (window) or V windows
+    (fused; gather without overlap) a unit, and for an overlapping gather a block of input positions (2 along
+    each axis whose k > 1: D, H, and W in NDHWC; V along W in NCDHW) by V channels (NDHWC); generic, one
+    output, or one input element (gather)."""
+    if not args["specialised"]:
+        return row.n if role.kind == "gather" else row.m
+    if role.kind != "gather" or not row.overlap:
+        return row.m / args["V"]
+    blocks = [math.ceil(d / (2 if k > 1 else 1)) for d, k in zip(row.spatial, row.kernel)]
+    if row.layout == "NDHWC":
+        return row.shape[0] * math.prod(blocks) * (row.shape[-1] / args["V"])
+    return row.shape[0] * row.shape[1] * blocks[0] * blocks[1] * (row.spatial[2] / args["V"])
 
 
 def trips(role: Role, row: Row, args: dict) -> dict[int, float]:

@@ -266,6 +266,11 @@ def test_the_row_class_specialised_kernel_is_chosen_else_the_generic_one(listed,
     # units: 4 outputs a specialised unit; one output a generic one; a generic gather's unit is an input element
     assert gpu_model.units(gpu_model.Role("window", 1), row, {"V": 4, "specialised": True}) == row.m / 4
     assert gpu_model.units(gpu_model.Role("gather"), row, {"V": 1, "specialised": False}) == row.n
+    # an overlapping specialised gather: blocks of 2 input positions along D, H, W (NDHWC) by 4 of 64 channels
+    assert gpu_model.units(gpu_model.Role("gather"), k3, {"V": 4, "specialised": True}) == 64 * 8 * 32 * 32 * 16
+    ncdhw = next(r for r in rows if r.layout == "NCDHW" and r.dtype == "f32" and r.kernel == (3, 3, 3)
+                 and r.size_class == "large")
+    assert gpu_model.units(gpu_model.Role("gather"), ncdhw, {"V": 4, "specialised": True}) == 64 * 64 * 8 * 32 * 16
     assert gpu_model.trips(gpu_model.Role("window", 1), k3, {"V": 1, "specialised": False}) == {1: 3, 2: 3, 3: 3}
     assert gpu_model.trips(gpu_model.Role("gather"), k3, {"V": 1, "specialised": False}) == {1: 1.5, 2: 1.5, 3: 1.5}
 
