@@ -480,11 +480,12 @@ def build(folder: str, ffi_include: str | None = None) -> tuple[list[str], str]:
 
 
 def dump(cubin: str) -> str:
-    """`cuobjdump --dump-sass` of a cubin (or object, or library); nvdisasm found for it."""
+    """`cuobjdump --dump-sass` of a cubin (or object, or library), its sm_90a code only; nvdisasm found for it."""
     _, cuobjdump, nvdisasm = tools()
     env = dict(os.environ, NVDISASM_PATH=os.path.dirname(nvdisasm))
     env["PATH"] = os.path.dirname(nvdisasm) + os.pathsep + env.get("PATH", "")
-    done = subprocess.run([cuobjdump, "--dump-sass", cubin], capture_output=True, text=True, check=False, env=env)
+    done = subprocess.run([cuobjdump, "--dump-sass", "-arch", ARCH, cubin], capture_output=True, text=True,
+                          check=False, env=env)
     if done.returncode != 0:
         raise RuntimeError(f"{cuobjdump} --dump-sass {cubin} failed (exit {done.returncode}):\n{done.stderr}")
     return done.stdout
