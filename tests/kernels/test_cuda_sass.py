@@ -188,6 +188,21 @@ def test_an_inner_loop_with_two_back_edges_is_one_loop_and_its_break_is_a_path()
     assert fn.iteration_cost({1: 2})["total"] == 16
 
 
+def test_the_built_library_is_read_only_where_it_is_newer_than_its_sources(tmp_path, monkeypatch):
+    from pool3d_pass.bindings.gpu import cuda_build, cuda_library
+
+    library = tmp_path / "lib.so"
+    library.write_bytes(b"")
+    monkeypatch.setenv(cuda_library.LIBRARY_ENV, str(library))
+    newest = max(os.path.getmtime(f) for f in cuda_build.depends() if os.path.exists(f))
+    os.utime(library, (newest + 10, newest + 10))
+    assert sass.fresh_library() == str(library)
+    os.utime(library, (newest - 10, newest - 10))
+    assert sass.fresh_library() is None
+    library.unlink()
+    assert sass.fresh_library() is None
+
+
 # --- the model's arithmetic (no tools) ---------------------------------------------------------
 
 
