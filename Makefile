@@ -252,7 +252,7 @@ gpu-check:
 # gpu-model: the static speed budget, no GPU (checks/gpu_model.py; docs/gpu.md "The static speed model"):
 # the CUDA kernels' sm_90a SASS (the built library where fresh, else nvcc; cuobjdump and nvdisasm from the
 # test extra's wheels) counted by issue pipe on the bench's rows, beside the byte floor and XLA:GPU's stored
-# time. GPU_MODEL_ARGS=--gpu=h100 for an H100.
+# time. GPU_MODEL_ARGS=--gpu=h100 for an H100; --markdown for docs/gpu.md's table.
 .PHONY: gpu-model
 GPU_MODEL_ARGS ?=
 gpu-model: $(STAMP)
