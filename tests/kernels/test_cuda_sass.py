@@ -166,7 +166,7 @@ def test_a_grid_stride_loop_unrolled_beside_its_remainder_loop_counts_its_copies
         "STG.E desc[UR4][R6.64+0x800], R2", "STG.E desc[UR4][R6.64+0xc00], R3", "ISETP.GE.AND P1, PT, R0, R8, PT",
         "@!P1 BRA 0x60",  # the unrolled loop: four copies
         "EXIT"))
-    assert fn.name == "unrolled()" and fn.unroll == 4
+    assert fn.mangled == "_Z8unrolledv" and fn.unroll == 4
     assert fn.instructions[fn.main_range()[0]].address == 0x60
     (single,) = sass.parse(LISTING)
     assert single.unroll == 1
