@@ -249,6 +249,15 @@ gpu-compile-check: $(GPU_STAMP)
 gpu-check:
 	PYTHONPATH=$(CURDIR) $(GPU_CHECK_PYTHON) scripts/gpu_check.py $(GPU_CHECK_ARGS)
 
+# gpu-model: the static speed budget, no GPU (checks/gpu_model.py; docs/gpu.md "The static speed model"):
+# the CUDA kernels' sm_90a SASS (the built library where fresh, else nvcc; cuobjdump and nvdisasm from the
+# test extra's wheels) counted by issue pipe on the bench's rows, beside the byte floor and XLA:GPU's stored
+# time. GPU_MODEL_ARGS=--gpu=h100 for an H100; --markdown for docs/gpu.md's table.
+.PHONY: gpu-model
+GPU_MODEL_ARGS ?=
+gpu-model: $(STAMP)
+	$(PY) -m checks.gpu_model $(GPU_MODEL_ARGS)
+
 # --- The neuron binding (docs/neuron.md) -----------------------------------------------
 # neuron-check: on a Trn2/Trn3 host, in the Neuron SDK's JAX environment (Neuron SDK 2.33+;
 # $(NEURON_PYTHON), the environment's python): every fixture's and bench layer's backward

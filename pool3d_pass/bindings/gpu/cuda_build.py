@@ -57,9 +57,21 @@ def depends() -> list[str]:
     return sorted(set(files))
 
 
-def _wheel_nvcc() -> str | None:
+def find_tool(name: str, env: str) -> str | None:
+    """A CUDA tool (nvcc, cuobjdump, nvdisasm), or None: `$env`; `name` on PATH;
+    `$CUDA_HOME/bin` (default /usr/local/cuda); the tool of an installed NVIDIA
+    wheel (CUDA 12: `nvidia/cuda_<name>/bin`, CUDA 13: `nvidia/cu13/bin`)."""
+    named = os.environ.get(env)
+    if named:
+        return named if os.path.isfile(named) else shutil.which(named)
+    on_path = shutil.which(name)
+    if on_path:
+        return on_path
+    home = os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin", name)
+    if os.path.isfile(home):
+        return home
     for entry in sys.path:
-        for sub in (("nvidia", "cuda_nvcc", "bin", "nvcc"), ("nvidia", "cu13", "bin", "nvcc")):
+        for sub in (("nvidia", f"cuda_{name}", "bin", name), ("nvidia", "cu13", "bin", name)):
             path = os.path.join(entry, *sub)
             if os.path.isfile(path) and os.access(path, os.X_OK):
                 return path
@@ -68,16 +80,7 @@ def _wheel_nvcc() -> str | None:
 
 def find_nvcc() -> str | None:
     """The nvcc to build with, or None (see the module docstring for the order)."""
-    named = os.environ.get("NVCC")
-    if named:
-        return named if os.path.isfile(named) else shutil.which(named)
-    on_path = shutil.which("nvcc")
-    if on_path:
-        return on_path
-    home = os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin", "nvcc")
-    if os.path.isfile(home):
-        return home
-    return _wheel_nvcc()
+    return find_tool("nvcc", "NVCC")
 
 
 def command(nvcc: str, ffi_include_dir: str, output: str, *, ptxas_report: bool = True) -> list[str]:
