@@ -157,10 +157,7 @@ def rewrite_for_platform(
         return module
 
     if report.candidates or report.events:
-        logger.info(
-            "%s (%s): rewrote %d of %d select_and_scatter candidate(s) and %d forward max pool(s) without "
-            "gradient, %s strategy [%s]", name, platform, report.rewritten, report.candidates,
-            report.forward_alone, report.strategy, report)
+        logger.info("%s (%s): %s", name, platform, report.one_line())
     for miss in report.missed:
         logger.info("%s (%s): %s not rewritten at %s: %s", name, platform, miss.subject, miss.location, miss.reason)
     return copy if report.rewritten or report.forward_alone else module

@@ -41,7 +41,7 @@ from pool3d_pass.matching.forward import find_forward
 from pool3d_pass.matching.forward_pool import is_max_pool, match_forward_pool
 from pool3d_pass.matching.neutral_call import NeutralCall, read_neutral_call
 from pool3d_pass.options import PassOptions
-from pool3d_pass.report import FORWARD_ALONE, Miss, Rewrite, RewriteReport
+from pool3d_pass.report import FORWARD_ALONE, FORWARD_OF_GRADIENT, NEUTRAL_CALL, Miss, Rewrite, RewriteReport
 from pool3d_pass.rewriting import cleanup, emit, remarks
 from pool3d_pass.rewriting.inference import replace_with_forward_output, signature_of
 from pool3d_pass.rewriting.indices import SavedForward, build_from_indices, build_from_input, replace_forward
@@ -73,6 +73,9 @@ class PassRun:
         self.saved_forwards: dict[ir.Operation, SavedForward] = {}
         self.forwards_alone: list[ir.Operation] = []  # reduce_windows the forward-output call replaced
         self.read_by_gradients: set[int] = set()  # (hashes of) forward reduce_windows a backward call reads
+        # Gradients left as they were, and bound neutral calls: their forwards are no inference pools (remarks)
+        self.unrewritten_gradients: list[ir.OpView] = []
+        self.read_by_bound_calls: set[int] = set()  # (hashes of) ops whose results a bound call reads
 
     def _serving(self) -> str:
         return remarks.serving(self.options, self.binding)
@@ -95,6 +98,7 @@ class PassRun:
             plan = self.chooser.plan(match, has_forward=forward is not None)
         except NoMatch as reason:
             self.report.add(Miss(u.format_location(op.location, self.options.filename), str(reason)))
+            self.unrewritten_gradients.append(op)
             return _NO_MATCH
 
         grad_input = self.build(match, forward, plan)
@@ -131,6 +135,7 @@ class PassRun:
         if hash(op.operation) in self.read_by_gradients or not is_max_pool(op):
             return _NO_MATCH
         location = u.format_location(op.location, self.options.filename)
+        subject = FORWARD_OF_GRADIENT if self._is_gradients_forward(op) else FORWARD_ALONE
         try:
             pool = match_forward_pool(op)
             reason = binding_refusal(self.binding, self.options.target, signature_of(pool), self.options.mesh)
@@ -139,13 +144,23 @@ class PassRun:
             if reason is not None:
                 raise NoMatch(reason)
         except NoMatch as reason:
-            self.report.add(Miss(location, str(reason), FORWARD_ALONE))
+            self.report.add(Miss(location, str(reason), subject))
             return _NO_MATCH
         replace_with_forward_output(pool, self.emit)
         self.report.forward_alone += 1
-        self.report.add(Rewrite(location, remarks.describe_forward_alone(pool) + self._serving(), FORWARD_ALONE))
+        self.report.add(Rewrite(location, remarks.describe_forward_alone(pool) + self._serving(), subject))
         self.forwards_alone.append(op.operation)  # erased after the walk, with what only it used
         return _MATCHED
+
+    def _is_gradients_forward(self, op: ir.OpView) -> bool:
+        """Whether the reduce_window `op` is the forward of a gradient: read by a bound neutral call, or
+        pooling the input of a select_and_scatter left unrewritten (its result shaped like that gradient's
+        grad_output). Only the remark's subject depends on it, never the rewrite."""
+        if hash(op.operation) in self.read_by_bound_calls:
+            return True
+        pooled = _unpadded(op.operands[0])
+        return any(gradient.operands[1].type == op.results[0].type and _unpadded(gradient.operands[0]) == pooled
+                   for gradient in self.unrewritten_gradients)
 
     def build(self, match, forward: ir.OpView | None, plan: Plan) -> ir.Value:
         """Emit the replacement `plan` names; return the gradient w.r.t. the unpadded input."""
@@ -183,13 +198,14 @@ class PassRun:
         else:
             reason = binding_refusal(self.binding, target, _signature_of(op, call), self.options.mesh)
         if reason is not None:
-            self.report.add(Miss(location, f"neutral call left unbound: {reason}"))
+            self.report.add(Miss(location, reason, NEUTRAL_CALL))
             return _NO_MATCH
+        self.read_by_bound_calls.update(hash(u.defining_op(v).operation) for v in op.operands if u.defining_op(v))
         with ir.InsertionPoint(op.operation), op.location:
             results = self.emit(call.call, list(op.operands), [r.type for r in op.results], **call.pool.attributes())
         rewriter.replace_op(op, results)
         self.report.bound += 1
-        self.report.add(Rewrite(location, f"neutral call bound to the {target} binding" + self._serving()))
+        self.report.add(Rewrite(location, f"bound to the {target} binding" + self._serving(), NEUTRAL_CALL))
         return _MATCHED
 
     def fold_slice_of_created_pad(self, op: ir.OpView, rewriter) -> bool:
@@ -207,6 +223,12 @@ class PassRun:
                 cleanup.erase_if_unused(rewriter, original_pad)
                 return _MATCHED
         return _NO_MATCH
+
+
+def _unpadded(value: ir.Value) -> ir.Value:
+    """The operand of the stablehlo.pad defining `value`, else `value` (a pool's input, either padding form)."""
+    owner = u.defining_op(value)
+    return owner.operands[0] if owner is not None and u.op_name(owner) == "stablehlo.pad" else value
 
 
 def _signature_of(op: ir.OpView, call: NeutralCall) -> CallSignature:
