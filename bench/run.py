@@ -139,8 +139,6 @@ def main(argv=None) -> int:
         json.dump(result, f, indent=1)
         f.write("\n")
     print(tables.render(result))
-    if args.quick:
-        _log("\nsmoke run done: every section ran; its checks are in the tables above (target verdicts: make bench)")
     _log(f"\nwrote {args.json} ({result['wall_s']:.0f} s)")
     return 0
 
