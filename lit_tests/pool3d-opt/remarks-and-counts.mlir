@@ -10,7 +10,7 @@
 
 // STATS: {{\A}}pool3d: 2 select_and_scatter found, 1 rewritten, 1 missed (indices strategy: 1 forward max-pool(s) replaced, 1 gradient(s) from indices, 0 from the input){{$}}
 // STATS-NEXT: {{^}}pool3d: 2 forward max-pool(s) met after the gradients, 1 given the forward-output call, 1 missed{{$}}
-// STATS-NEXT: {{^}}pool3d: 1 neutral call(s) found, 1 bound, 0 left unbound{{$}}
+// STATS-NEXT: {{^}}pool3d: 2 neutral call(s) found, 1 bound, 1 left unbound{{$}}
 // STATS-NOT: {{.}}
 
 // RUN: pool3d-opt %s --split-input-file --target=cpu --remarks 2>&1 >/dev/null | not grep "forward without gradient not rewritten"
@@ -57,6 +57,15 @@ func.func @inference_forward(%x: tensor<2x3x8x8x8xf32>) -> tensor<2x3x4x4x4xf32>
 func.func @neutral_call(%g: tensor<1x2x2x2x2xf32>, %x: tensor<1x2x4x4x4xf32>, %y: tensor<1x2x2x2x2xf32>) -> tensor<1x2x4x4x4xf32> {
   %dx = stablehlo.custom_call @pool3d.max_pooling_3d_backward(%g, %x, %y) {api_version = 4 : i32, backend_config = {data_format = "NCDHW", kernel_size = dense<2> : tensor<3xi64>, output_format = "NCDHW", padding = dense<0> : tensor<3xi64>, stride = dense<2> : tensor<3xi64>}} : (tensor<1x2x2x2x2xf32>, tensor<1x2x4x4x4xf32>, tensor<1x2x2x2x2xf32>) -> tensor<1x2x4x4x4xf32>
   return %dx : tensor<1x2x4x4x4xf32>
+}
+
+// -----
+
+// An element type outside the contract: left as it is (splicing the binding in would fail).
+// REMARK: remarks-and-counts.mlir:[[# @LINE + 2]]:9: remark: neutral call not rewritten: element type f64 is not one of f32, bf16, f16
+func.func @neutral_call_f64(%g: tensor<1x2x2x2x2xf64>, %x: tensor<1x2x4x4x4xf64>) -> tensor<1x2x4x4x4xf64> {
+  %dx = stablehlo.custom_call @pool3d.max_pooling_3d_backward_from_input(%g, %x) {api_version = 4 : i32, backend_config = {data_format = "NCDHW", kernel_size = dense<2> : tensor<3xi64>, output_format = "NCDHW", padding = dense<0> : tensor<3xi64>, stride = dense<2> : tensor<3xi64>}} : (tensor<1x2x2x2x2xf64>, tensor<1x2x4x4x4xf64>) -> tensor<1x2x4x4x4xf64>
+  return %dx : tensor<1x2x4x4x4xf64>
 }
 
 // -----

@@ -34,7 +34,7 @@ from jaxlib.mlir._mlir_libs._mlir import rewrite as mlir_rewrite
 from jaxlib.mlir.dialects import stablehlo
 
 from pool3d_pass.bindings.registry import Binding, CallSignature
-from pool3d_pass.contract import FORWARD_OUTPUT, INDEX_TYPE
+from pool3d_pass.contract import FORWARD_OUTPUT, INDEX_TYPE, SUPPORTED_DTYPES
 from pool3d_pass.matching import NoMatch, match_pool_gradient
 from pool3d_pass.matching import ir_utils as u
 from pool3d_pass.matching.forward import find_forward
@@ -196,7 +196,8 @@ class PassRun:
         if self.binding is None:
             reason = f"no pool3d binding for platform '{target}'"
         else:
-            reason = binding_refusal(self.binding, target, _signature_of(op, call), self.options.mesh)
+            signature = _signature_of(op, call)
+            reason = binding_refusal(self.binding, target, signature, self.options.mesh) or _dtype_refusal(signature)
         if reason is not None:
             self.report.add(Miss(location, reason, NEUTRAL_CALL))
             return _NO_MATCH
@@ -223,6 +224,14 @@ class PassRun:
                 cleanup.erase_if_unused(rewriter, original_pad)
                 return _MATCHED
         return _NO_MATCH
+
+
+def _dtype_refusal(signature: CallSignature) -> str | None:
+    """Why a neutral call's element type is outside the contract (the matchers refuse it for the pass's own
+    calls; a binding need not check it, and splicing one in fails on it), else None."""
+    outside = [t for t in (signature.grad_output_type, signature.input_type, signature.output_type)
+               if t not in SUPPORTED_DTYPES]
+    return f"element type {outside[0]} is not one of {', '.join(SUPPORTED_DTYPES)}" if outside else None
 
 
 def _unpadded(value: ir.Value) -> ir.Value:
