@@ -105,15 +105,15 @@ def add_pass(
 
     `options` (a `PassOptions`), or its fields as keywords: `target` is
     "neutral" (the platform-neutral calls of docs/contract.md; None too) or a
-    platform with a binding (`targets()`: "cpu", "neuron", ...), whose binding
-    is spliced in; `mesh`
-    (a `jax.sharding.Mesh` of the program's devices) asks for the binding's
-    partitionable version, for programs compiled for several devices;
-    `strategy` is "auto" (the platform's choice; recompute for neutral
-    output), "recompute" or "indices" (see rewriting/strategy.py); `filename`
-    names the input in locations. A binding whose packages are missing raises
-    ImportError here, naming them. `binding`: the target's binding when the
-    caller has resolved it already (`resolve_binding`).
+    platform with a binding (`targets()`: "cpu", "neuron", ...), whose
+    binding is spliced in; `mesh` (a `jax.sharding.Mesh` of the program's
+    devices) asks for the binding's partitionable version, for programs
+    compiled for several devices; `strategy` is "auto" (the platform's
+    choice; recompute for neutral output), "recompute" or "indices" (see
+    rewriting/strategy.py); `filename` names the input in locations. A
+    binding whose packages are missing raises ImportError here, naming them.
+    `binding`: the target's binding when the caller has resolved it already
+    (`resolve_binding`). Bad arguments: TypeError or ValueError, naming them.
     """
     if not isinstance(pm, passmanager.PassManager):
         raise TypeError(f"pm must be a jaxlib.mlir.passmanager.PassManager, got {pm!r:.60} ({type(pm).__name__})")
