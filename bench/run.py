@@ -1,13 +1,15 @@
 """Benchmarks of pool3d_pass: the kernel, a training step, and the pass itself.
 
     python bench/run.py            # full run (make bench), 6-8 minutes on 2 cores
-    python bench/run.py --quick    # smoke run (make bench-quick): tiny shapes, no target verdicts, 1-2 minutes
+    python bench/run.py --quick    # smoke run (make bench-quick): tiny shapes, one short table, 1-2 minutes
     python bench/run.py --json out.json --only user,forward,pool,train,pass,flax
     python bench/run.py --wait-load 1.0     # first wait (up to 10 min) for a quieter machine
     python bench/run.py --table-from bench/results/latest.json   # reprint a stored run
 
-Prints Markdown tables and writes every figure, with the machine it ran on, to
-JSON (default bench/results/latest.json). Sections (one module each):
+Prints Markdown tables (a smoke run: one table, a row per section: what ran,
+whether the results equal XLA's, its seconds) and writes every figure, with
+the machine it ran on, to JSON (default bench/results/latest.json). Sections
+(one module each):
 
 1. user_view.py      the user's view per shape: "gradient only" and "forward +
                      gradient", XLA vs pool3d_pass.jit vs PyTorch doing the same
@@ -90,6 +92,10 @@ def main(argv=None) -> int:
          f"{result['machine']['cpus_usable']} cpus")
 
     section_s = result["section_wall_s"] = {}
+    # A smoke run names its sections and prints its table; a full run logs every case as it goes.
+    progress = (lambda _: None) if args.quick else _log
+    if args.quick:
+        _log(f"sections: {', '.join(only)}")
     bandwidth = None
     if {"user", "forward", "pool"} & set(only):  # the floor of these sections, measured once
         bandwidth = result["copy_bandwidth"] = timing.copy_bandwidth(repeats=3 if args.quick else 5)
@@ -97,37 +103,37 @@ def main(argv=None) -> int:
         t0 = time.perf_counter()
         import user_view
 
-        result["user_view"] = user_view.run(args.quick, bandwidth["gb_per_s"], log=_log)
+        result["user_view"] = user_view.run(args.quick, bandwidth["gb_per_s"], log=progress)
         section_s["user"] = time.perf_counter() - t0
     if "forward" in only:
         t0 = time.perf_counter()
         import forward
 
-        result["forward"] = forward.run(args.quick, bandwidth["gb_per_s"], log=_log)
+        result["forward"] = forward.run(args.quick, bandwidth["gb_per_s"], log=progress)
         section_s["forward"] = time.perf_counter() - t0
     if "pool" in only:
         t0 = time.perf_counter()
         import pool_backward
 
-        result["pool_backward"] = pool_backward.run(args.quick, bandwidth["gb_per_s"], log=_log)
+        result["pool_backward"] = pool_backward.run(args.quick, bandwidth["gb_per_s"], log=progress)
         section_s["pool"] = time.perf_counter() - t0
     if "train" in only:
         t0 = time.perf_counter()
         import train_step
 
-        result["train_step"] = train_step.run(args.quick, log=_log)
+        result["train_step"] = train_step.run(args.quick, log=progress)
         section_s["train"] = time.perf_counter() - t0
     if "pass" in only:
         t0 = time.perf_counter()
         import pass_speed
 
-        result["pass_speed"] = pass_speed.run(args.quick, log=_log)
+        result["pass_speed"] = pass_speed.run(args.quick, log=progress)
         section_s["pass"] = time.perf_counter() - t0
     if "flax" in only:
         t0 = time.perf_counter()
         import flax_c3d
 
-        result["flax_c3d"] = flax_c3d.run(args.quick, log=_log)
+        result["flax_c3d"] = flax_c3d.run(args.quick, log=progress)
         section_s["flax"] = time.perf_counter() - t0
 
     result["wall_s"] = time.perf_counter() - started
@@ -139,8 +145,6 @@ def main(argv=None) -> int:
         json.dump(result, f, indent=1)
         f.write("\n")
     print(tables.render(result))
-    if args.quick:
-        _log("\nsmoke run done: every section ran; its checks are in the tables above (target verdicts: make bench)")
     _log(f"\nwrote {args.json} ({result['wall_s']:.0f} s)")
     return 0
 

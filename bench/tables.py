@@ -339,11 +339,101 @@ def targets_table(items: list[dict]) -> list[str]:
                                                   for t in items])
 
 
-SMOKE_NOTE = ("Smoke run (--quick): every section ran on tiny shapes and its checks are above; the harness works. "
-              "No target verdicts: shapes this small measure call overhead, not the kernels (make bench judges them).")
+SMOKE_NOTE = ("Smoke run (--quick): tiny shapes, which measure call overhead, not the kernels: no ratios "
+              "and no target verdicts (make bench measures and judges them).")
+SMOKE_WIDTH = 100  # every line of a smoke run's output fits this many columns
+
+
+def _diffs(checks: dict, *prefixes: str) -> list[float]:
+    return [v for k, v in checks.items() if k.startswith(prefixes) and isinstance(v, float)]
+
+
+def _agreement(diffs: list[float], flags: list[bool], bf16_diffs: list[float] = ()) -> str:
+    """"equal" (every difference 0, every bit-identical flag true), else what differs."""
+    if any(flag is False for flag in flags):
+        return "**differ**"
+    if not any(diffs) and not any(bf16_diffs):
+        return "equal"
+    if any(diffs):
+        return f"**differ** (max abs diff {max(diffs):.2g})"
+    return f"f32 equal; bf16 within {max(bf16_diffs):.2g} (the kernels sum in f32)"
+
+
+def _case_rows(records: list[tuple[str, dict]], prefixes: tuple[str, ...], flags: tuple[str, ...] = ()):
+    """(diffs of f32 cases, diffs of bf16 cases, flags) over (case name, checks) pairs."""
+    f32, bf16, seen = [], [], []
+    for name, checks in records:
+        (bf16 if "bf16" in name else f32).extend(_diffs(checks, *prefixes))
+        seen += [checks[f] for f in flags if f in checks]
+    return f32, bf16, seen
+
+
+def smoke_rows(result: dict) -> list[list[str]]:
+    """One row per section a smoke run ran: what ran, whether pool3d_pass's results equal XLA's, its time.
+
+    Equal means exactly (pool3d_pass promises XLA's results); bf16 gradients of
+    overlapping windows differ by rounding only, the kernels accumulating in
+    f32 where XLA adds in bf16 (docs/contract.md).
+    """
+    wall = result.get("section_wall_s", {})
+    rows = []
+
+    def row(key, label, ran, agreement):
+        rows.append([label, ran, agreement, f"{wall[key]:.0f}" if key in wall else "n/a"])
+
+    if result.get("user_view"):
+        cases = result["user_view"]["cases"]
+        jobs = [(c["case"], j["checks"]) for c in cases for j in c["jobs"]]
+        f32, bf16, _ = _case_rows(jobs, ("pool3d_", "recompute_"))
+        row("user", "user's view", f"{len(cases)} shapes, {len(jobs)} jobs",
+            _agreement(f32, [], bf16))
+    if result.get("forward"):
+        cases = result["forward"]["cases"]
+        f32, bf16, flags = _case_rows([(c["case"], c["checks"]) for c in cases], ("pool3d_",),
+                                      ("pool3d_y_bit_identical_to_xla", "pool3d_output_bit_identical_to_xla",
+                                       "inference_bit_identical_to_xla"))
+        row("forward", "forward", f"{len(cases)} shapes", _agreement(f32 + bf16, flags))
+    if result.get("pool_backward"):
+        cases = result["pool_backward"]["cases"]
+        f32, bf16, _ = _case_rows([(c["case"], c["checks"]) for c in cases], ("rewritten_", "kernel_", "from_"))
+        row("pool", "backward kernels", f"{len(cases)} shapes", _agreement(f32, [], bf16))
+    if result.get("train_step"):
+        t = result["train_step"]
+        row("train", "training step", f"{t['rewritten_kernel_calls']} kernel calls",
+            _agreement([t["loss_abs_diff"], t["updated_params_max_abs_diff"]], [t["same_loss"]]))
+    if result.get("pass_speed"):
+        ps = result["pass_speed"]
+        modules = [ps["unet"], *ps["synthetic"]["scales"]]
+        found = sum(m["select_and_scatter"] for m in modules)
+        rewritten = sum(m["rewritten"] for m in modules)
+        row("pass", "pass", f"{len(modules)} modules",
+            f"{rewritten} of {found} gradients rewritten" if rewritten == found else
+            f"**{rewritten} of {found} gradients rewritten**")
+    if result.get("flax_c3d"):
+        precisions = result["flax_c3d"]["precisions"]
+        diffs = [p["train"]["updated_params_max_abs_diff"] for p in precisions]
+        flags = [p["train"]["same_loss"] for p in precisions] + [p["inference"]["logits_bit_identical"]
+                                                                 for p in precisions]
+        row("flax", "Flax C3D", ", ".join(p["precision"] for p in precisions),
+            _agreement(diffs, flags))
+    return rows
+
+
+def smoke_lines(result: dict) -> list[str]:
+    """A smoke run's whole output: the machine, one table (section, what ran, results, time), the note."""
+    import textwrap
+
+    m = result["machine"]
+    lines = [f"Smoke run on {m['cpu_model']}, {m['cpus_usable']} cpus; python {m['python']}, jax {m['jax']}, "
+             f"torch {m['torch']}", f"{m['date']}: {result['wall_s']:.0f} s in all", ""]
+    lines += _table(["section", "ran", "results: pool3d_pass vs XLA", "s"], smoke_rows(result))
+    lines += ["", *textwrap.wrap(SMOKE_NOTE, SMOKE_WIDTH)]
+    return lines
 
 
 def render(result: dict) -> str:
+    if result.get("mode") == "quick":
+        return "\n".join(smoke_lines(result))
     m = result["machine"]
     bw = result.get("copy_bandwidth")
     lines = [f"Machine: {m['cpu_model']}, {m['cpus_usable']} cpus usable, {m['memory_gib']} GiB; "
@@ -377,9 +467,6 @@ def render(result: dict) -> str:
         lines += ["", f"### {next(number)}. Flax C3D-style model, NDHWC: train and inference steps "
                   "(ms: min (median); ratios: of mins (of medians))", ""]
         lines += flax_table(result["flax_c3d"])
-    if result.get("mode") == "quick":
-        lines += ["", SMOKE_NOTE]
-        return "\n".join(lines)
     items = targets(result)
     if items:
         lines += ["", "### Targets", ""] + targets_table(items)

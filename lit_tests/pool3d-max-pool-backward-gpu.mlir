@@ -156,8 +156,8 @@ func.func @neutral_call_bound_to_gpu(%g: tensor<1x2x2x2x2xf16>, %x: tensor<1x2x4
 // AUTO-NOT: __gpu$xla.gpu.triton
 // AUTO: stablehlo.custom_call @pool3d.max_pooling_3d_backward_from_input(
 // AUTO-NOT: __gpu$xla.gpu.triton
-// REMARK: pool3d-max-pool-backward-gpu.mlir:[[# @LINE + 3]]:9: remark: max-pool gradient not rewritten: neutral call left unbound: gpu binding: the gpu kernels take f32, bf16, f16, not f64
-// AUTO-REMARK: pool3d-max-pool-backward-gpu.mlir:[[# @LINE + 2]]:9: remark: max-pool gradient not rewritten: neutral call left unbound: gpu binding: the gpu kernels take f32, bf16, f16, not f64
+// REMARK: pool3d-max-pool-backward-gpu.mlir:[[# @LINE + 3]]:9: remark: neutral call not rewritten: gpu binding: the gpu kernels take f32, bf16, f16, not f64
+// AUTO-REMARK: pool3d-max-pool-backward-gpu.mlir:[[# @LINE + 2]]:9: remark: neutral call not rewritten: gpu binding: the gpu kernels take f32, bf16, f16, not f64
 func.func @neutral_call_f64_refused(%g: tensor<1x2x2x2x2xf64>, %x: tensor<1x2x4x4x4xf64>) -> tensor<1x2x4x4x4xf64> {
   %dx = stablehlo.custom_call @pool3d.max_pooling_3d_backward_from_input(%g, %x) {api_version = 4 : i32, backend_config = {data_format = "NCDHW", kernel_size = dense<2> : tensor<3xi64>, output_format = "NCDHW", padding = dense<0> : tensor<3xi64>, stride = dense<2> : tensor<3xi64>}} : (tensor<1x2x2x2x2xf64>, tensor<1x2x4x4x4xf64>) -> tensor<1x2x4x4x4xf64>
   return %dx : tensor<1x2x4x4x4xf64>
@@ -176,7 +176,7 @@ func.func @neutral_call_f64_refused(%g: tensor<1x2x2x2x2xf64>, %x: tensor<1x2x4x
 // AUTO-NOT: __gpu$xla.gpu.triton
 // AUTO: stablehlo.custom_call @pool3d.max_pooling_3d_backward_from_input(
 // AUTO-NOT: __gpu$xla.gpu.triton
-// REMARK: pool3d-max-pool-backward-gpu.mlir:[[# @LINE + 2]]:9: remark: max-pool gradient not rewritten: neutral call left unbound: gpu binding: prod(kernel_size) = 4913 > 4096
+// REMARK: pool3d-max-pool-backward-gpu.mlir:[[# @LINE + 2]]:9: remark: neutral call not rewritten: gpu binding: prod(kernel_size) = 4913 > 4096
 func.func @neutral_call_window_over_4096_refused(%g: tensor<1x1x1x1x1xf32>, %x: tensor<1x1x17x17x17xf32>) -> tensor<1x1x17x17x17xf32> {
   %dx = stablehlo.custom_call @pool3d.max_pooling_3d_backward_from_input(%g, %x) {api_version = 4 : i32, backend_config = {data_format = "NCDHW", kernel_size = dense<17> : tensor<3xi64>, output_format = "NCDHW", padding = dense<0> : tensor<3xi64>, stride = dense<1> : tensor<3xi64>}} : (tensor<1x1x1x1x1xf32>, tensor<1x1x17x17x17xf32>) -> tensor<1x1x17x17x17xf32>
   return %dx : tensor<1x1x17x17x17xf32>

@@ -29,20 +29,27 @@ class Rewrite:
         return f"{self.location}: remark: {self.subject} rewritten: {self.summary}"
 
 
-FORWARD_ALONE = "max-pool forward without gradient"  # the subject of inference forwards' events
+# The subjects of events that are not a select_and_scatter of this run (the default subject).
+FORWARD_ALONE = "max-pool forward without gradient"  # an inference forward: no gradient reads it
+FORWARD_OF_GRADIENT = "max-pool forward of a gradient"  # the second walk met it; its gradient was not rewritten
+NEUTRAL_CALL = "neutral call"  # a call an earlier neutral run left, bound (or not) to the target's binding
+FORWARDS = (FORWARD_ALONE, FORWARD_OF_GRADIENT)
 
 
 @dataclass
 class RewriteReport:
-    """Counts of one pass run.
+    """Counts of one pass run, and its events (a Rewrite or a Miss each, in the order met).
 
-    `candidates` counts the select_and_scatter ops met; each is rewritten or
-    missed, so `candidates == rewritten + (misses of select_and_scatter)`.
-    `missed` also holds the neutral calls a platform run left unbound (a
-    `Miss` whose reason starts "neutral call left unbound"), which are no
-    candidates: `--stats` may show more missed than found. Forward max pools
-    without a gradient (`forward_alone`, given the forward-output call) are no
-    candidates either; those left to XLA are `Miss`es with subject FORWARD_ALONE.
+    Three kinds of event, each counted on its own line of `str(report)`:
+
+    * select_and_scatter ops (`candidates`): each is rewritten or missed, so
+      `candidates == rewritten + gradients_missed`;
+    * forward max pools the second walk meets (only with a binding that has
+      the forward-output call): `forward_alone` rewritten, the rest missed,
+      with subject FORWARD_ALONE or, where the pool is the forward of a
+      gradient the first walk did not rewrite (or of a bound neutral call),
+      FORWARD_OF_GRADIENT;
+    * neutral calls an earlier run left (subject NEUTRAL_CALL): `bound`, or missed.
     """
 
     candidates: int = 0
@@ -56,7 +63,7 @@ class RewriteReport:
     from_indices: int = 0  # gradients given the from-indices call
     from_input: int = 0  # bare gradients given the fused call (or forward + from-indices)
     bound: int = 0  # neutral calls of an earlier run bound to a platform
-    forward_alone: int = 0  # forward max pools without a gradient given the forward-output call
+    forward_alone: int = 0  # forward max pools given the forward-output call
     missed: list[Miss] = field(default_factory=list)
     rewrites: list[Rewrite] = field(default_factory=list)
     events: list[Rewrite | Miss] = field(default_factory=list)  # both, in the order met
@@ -80,21 +87,52 @@ class RewriteReport:
         self.rewrites.extend(other.rewrites)
         self.events.extend(other.events)
 
+    def _missed(self, *subjects: str) -> int:
+        return sum(1 for miss in self.missed if miss.subject in subjects)
+
+    @property
+    def gradients_missed(self) -> int:
+        """The select_and_scatter ops left untouched (`candidates - rewritten`)."""
+        return len(self.missed) - self._missed(NEUTRAL_CALL, *FORWARDS)
+
+    @property
+    def forwards_missed(self) -> int:
+        """The forward max pools the second walk left to XLA."""
+        return self._missed(*FORWARDS)
+
+    @property
+    def unbound(self) -> int:
+        """The neutral calls left unbound."""
+        return self._missed(NEUTRAL_CALL)
+
     def remarks(self) -> list[str]:
-        """One remark per gradient, in the order the pass met them."""
+        """One remark per event, in the order the pass met them."""
         return [event.remark() for event in self.events]
 
-    def __str__(self) -> str:
-        text = (
-            f"pool3d: {self.candidates} select_and_scatter found, {self.rewritten} rewritten, "
-            f"{len(self.missed)} missed (forward max-pool reused {self.forward_reused}, "
-            f"inserted {self.forward_inserted})"
-        )
+    def lines(self) -> list[str]:
+        """The summary: the gradients' line, then a line each for forward pools and neutral calls where met."""
+        details = []
+        if self.forward_reused or self.forward_inserted:
+            details.append(f"recompute strategy: forward max-pool reused {self.forward_reused}, "
+                           f"inserted {self.forward_inserted}")
         if self.from_indices or self.from_input:
-            text += (
-                f", indices strategy: {self.forward_replaced} forward max-pool(s) replaced, "
-                f"{self.from_indices} gradient(s) from indices, {self.from_input} from the input"
-            )
-        if self.forward_alone:
-            text += f", {self.forward_alone} forward max-pool(s) without gradient given the forward-output call"
-        return text + (f", {self.bound} neutral call(s) bound" if self.bound else "")
+            details.append(f"indices strategy: {self.forward_replaced} forward max-pool(s) replaced, "
+                           f"{self.from_indices} gradient(s) from indices, {self.from_input} from the input")
+        gradients = (f"pool3d: {self.candidates} select_and_scatter found, {self.rewritten} rewritten, "
+                     f"{self.gradients_missed} missed")
+        lines = [gradients + (f" ({'; '.join(details)})" if details else "")]
+        if self.forward_alone or self.forwards_missed:
+            lines.append(f"pool3d: {self.forward_alone + self.forwards_missed} forward max-pool(s) met after the "
+                         f"gradients, {self.forward_alone} given the forward-output call, "
+                         f"{self.forwards_missed} missed")
+        if self.bound or self.unbound:
+            lines.append(f"pool3d: {self.bound + self.unbound} neutral call(s) found, {self.bound} bound, "
+                         f"{self.unbound} left unbound")
+        return lines
+
+    def one_line(self) -> str:
+        """`lines()` joined into one (for a log record), without their "pool3d: " prefix."""
+        return "; ".join(line.removeprefix("pool3d: ") for line in self.lines())
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines())

@@ -84,13 +84,14 @@ _PADDING_LITERAL = re.compile(r"\bpadding\s*=\s*dense<[^<>]*>\s*:\s*tensor<([0-9
 
 
 class InputLimitError(ValueError):
-    """The text exceeds one of this module's limits; `line`, `column` are 1-based."""
+    """The text exceeds one of this module's limits; `line`, `column` are 1-based (in `source_name`, if known)."""
 
-    def __init__(self, line: int, column: int, message: str):
-        super().__init__(f"{line}:{column}: {message}")
+    def __init__(self, line: int, column: int, message: str, source_name: str | None = None):
+        super().__init__(f"{source_name + ':' if source_name else ''}{line}:{column}: {message}")
         self.line = line
         self.column = column
         self.message = message
+        self.source_name = source_name
 
 
 class ParseFailure(ValueError):
@@ -306,20 +307,68 @@ def run_with_large_stack(function: Callable[[], _T]) -> _T:
 _stack_size_lock = threading.Lock()
 
 
-def parse_module(text: str, context=None):
+def parse_module(text: str, context=None, source_name: str | None = None):
     """`ir.Module.parse(text)` after `check_text`, on a large-stack thread.
 
     `context`: the MLIR context (default: the current one of the calling thread).
-    Raises InputLimitError, ir.MLIRError or ParseFailure.
+    `source_name`: the name the locations the parser gives (and its errors)
+    carry, as mlir-opt names them after the input file; None: "-" (MLIR's
+    default). Returns an `ir.Module`, or with `source_name` possibly the
+    parsed `builtin.module` operation itself (the same `.operation`, `.context`
+    and `.body`). Raises InputLimitError, ir.MLIRError or ParseFailure.
     """
     from jaxlib.mlir import ir
 
-    check_text(text)
+    try:
+        check_text(text)
+    except InputLimitError as error:
+        if source_name is None:
+            raise
+        raise InputLimitError(error.line, error.column, error.message, source_name) from None
     if context is None:
         context = ir.Context.current
+    parse = (lambda: ir.Module.parse(text, context=context)) if source_name is None else (
+        lambda: _parse_named(text, source_name, context))
     try:
-        return run_with_large_stack(lambda: ir.Module.parse(text, context=context))
+        return run_with_large_stack(parse)
     except (ir.MLIRError, InputLimitError):
         raise
     except (ValueError, MemoryError, OverflowError) as error:  # from inside MLIR: no location
         raise ParseFailure(f"MLIR's parser failed: {type(error).__name__}: {error}") from None
+
+
+_SEVERAL_OPERATIONS = "single top-level operation"  # Operation.parse's complaint about an implicit module
+
+
+def _parse_named(text: str, source_name: str, context):
+    """`text` parsed with its locations named `source_name`.
+
+    `ir.Module.parse` has no name argument, `ir.Operation.parse` has; it
+    takes one top-level operation. A `builtin.module` is returned as parsed;
+    one other operation is put into a module located at `source_name:0:0`,
+    as MLIR's parser does for an implicit module. Several top-level
+    operations are parsed as an implicit module and printed with their
+    locations, whose parser name is replaced by `source_name`, then parsed
+    again: the locations are then exactly those of a named parse.
+    """
+    from jaxlib.mlir import ir
+
+    try:
+        parsed = ir.Operation.parse(text, source_name=source_name, context=context)
+    except ir.MLIRError as error:
+        if _SEVERAL_OPERATIONS not in str(error):
+            raise
+        module = ir.Module.parse(text, context=context)
+        unnamed, named = (str(ir.Location.file(name, 0, 0, context=context)).split(":")[0]
+                          for name in ("-", source_name))
+        # The printer escapes every '"' inside a string, so `loc("-":` occurs only as a location.
+        printed = module.operation.get_asm(enable_debug_info=True).replace(unnamed + ":", named + ":")
+        try:
+            return ir.Operation.parse(printed, source_name=source_name, context=context)
+        except ir.MLIRError:  # never expected: keep MLIR's own name rather than fail
+            return module
+    if parsed.operation.name == "builtin.module":
+        return parsed
+    module = ir.Module.create(loc=ir.Location.file(source_name, 0, 0, context=context))
+    module.body.append(parsed.operation)
+    return module

@@ -5,7 +5,7 @@
 // RUN: pool3d-opt %s --remarks -o %t.mlir 2>&1 | FileCheck %s --check-prefix=REMARK
 // RUN: pool3d-opt %s --stats --remarks 2>/dev/null | FileCheck %s --check-prefix=STDOUT
 
-// STATS: {{\A}}pool3d: 2 select_and_scatter found, 1 rewritten, 1 missed (forward max-pool reused 0, inserted 1){{$}}
+// STATS: {{\A}}pool3d: 2 select_and_scatter found, 1 rewritten, 1 missed (recompute strategy: forward max-pool reused 0, inserted 1){{$}}
 // STATS-NOT: {{.}}
 
 // REMARK: {{\A}}{{.*}}stats.mlir:[[# @LINE + 11]]:9: remark: max-pool gradient rewritten: NCDHW kernel_size=[2, 2, 2] stride=[2, 2, 2] padding=[0, 0, 0], f32, forward max-pool inserted{{$}}

@@ -22,10 +22,10 @@ import tempfile
 from dataclasses import dataclass
 
 from pool3d_pass import safe_parse
-from pool3d_pass.bindings.registry import platforms
 from pool3d_pass.cli.pipeline import DEFAULT_PIPELINE, build_pass_manager
 from pool3d_pass.options import AUTO, GPU_KERNELS, NEUTRAL, STRATEGIES, PassOptions
 from pool3d_pass.report import RewriteReport
+from pool3d_pass.rewriting.pass_ import targets
 
 SPLIT_MARKER = re.compile(r"^// -----\s*$", re.MULTILINE)
 PROG = "pool3d-opt"
@@ -56,7 +56,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--target",
         default=NEUTRAL,
-        choices=[NEUTRAL, *platforms()],
+        choices=targets(),
         help="neutral: the platform-neutral call (default); a platform: splice its binding in",
     )
     parser.add_argument(
@@ -148,7 +148,7 @@ def process_chunk(chunk: Chunk, options: PassOptions, args: argparse.Namespace, 
     source = "\n" * (chunk.first_line - 1) + chunk.text
     with make_context():
         try:
-            module = safe_parse.parse_module(source)
+            module = safe_parse.parse_module(source, source_name=name)  # locations name the input, as mlir-opt's
         except safe_parse.InputLimitError as error:
             raise UserError(f"{name}:{error.line}:{error.column}: error: {error.message}") from None
         except ir.MLIRError as error:

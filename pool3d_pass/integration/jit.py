@@ -127,5 +127,8 @@ def jit(fun: Callable | None = None, /, *, strategy: str = AUTO, **jit_kwargs: A
     `@pool3d_pass.jit(static_argnums=...)`.
     """
     if fun is None:
+        PassOptions(strategy=strategy)  # a bad strategy fails here, not at the decorated definition
         return functools.partial(jit, strategy=strategy, **jit_kwargs)
+    if not callable(fun):
+        raise TypeError(f"fun must be a callable (the function to compile), got {fun!r:.60} ({type(fun).__name__})")
     return Jitted(fun, jit_kwargs, strategy)

@@ -157,10 +157,7 @@ def rewrite_for_platform(
         return module
 
     if report.candidates or report.events:
-        logger.info(
-            "%s (%s): rewrote %d of %d select_and_scatter candidate(s) and %d forward max pool(s) without "
-            "gradient, %s strategy [%s]", name, platform, report.rewritten, report.candidates,
-            report.forward_alone, report.strategy, report)
+        logger.info("%s (%s): %s", name, platform, report.one_line())
     if mesh is not None:  # how each call runs on the devices: partitioned, or per shard (rewriting/remarks.py)
         for done in report.rewrites:
             logger.info("%s (%s): %s", name, platform, done.remark())

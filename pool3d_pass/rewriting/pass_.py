@@ -18,10 +18,10 @@ from jaxlib.mlir import ir, passmanager
 from jaxlib.mlir._mlir_libs._mlir import rewrite as mlir_rewrite
 
 from pool3d_pass import environment
-from pool3d_pass.bindings.registry import Binding, binding_for
+from pool3d_pass.bindings.registry import Binding, binding_for, platforms
 from pool3d_pass.ir_context import make_context
 from pool3d_pass.matching import ir_utils as u
-from pool3d_pass.options import PassOptions, pass_options
+from pool3d_pass.options import NEUTRAL, PassOptions, check_word, pass_options
 from pool3d_pass.report import RewriteReport
 from pool3d_pass.rewriting import cleanup
 from pool3d_pass.rewriting.patterns import PassRun
@@ -58,6 +58,30 @@ def _run_callable(on_report: Callable[[RewriteReport], None] | None, options: Pa
     return run
 
 
+def targets() -> list[str]:
+    """The words `target` accepts: neutral, and every platform with a binding (the registry's)."""
+    return [NEUTRAL, *platforms()]
+
+
+def checked_options(options: PassOptions | None, keywords: dict) -> PassOptions:
+    """`pass_options`, with the target checked against the registry (ValueError naming the accepted ones)."""
+    options = pass_options(options, **keywords)
+    check_word("target", options.target, targets())
+    return options
+
+
+def _module_operation(module) -> ir.Operation:
+    """The `builtin.module` operation of `module` (an `ir.Module`, or that operation itself), else TypeError."""
+    if isinstance(module, ir.Module):
+        return module.operation
+    if isinstance(module, (ir.Operation, ir.OpView)) and module.operation.name == "builtin.module":
+        return module.operation
+    what = f"a {module.operation.name} operation" if isinstance(module, (ir.Operation, ir.OpView)) else (
+        f"{module!r:.60} ({type(module).__name__})")
+    hint = "; for textual MLIR use pool3d_pass.rewrite_text" if isinstance(module, (str, bytes)) else ""
+    raise TypeError(f"module must be a jaxlib.mlir.ir.Module (or its builtin.module operation), got {what}{hint}")
+
+
 def resolve_binding(options: PassOptions) -> Binding | None:
     """The binding of `options.target` with its packages checked (None: neutral, or no binding).
 
@@ -80,17 +104,22 @@ def add_pass(
     """Append the pass to `pm`; `on_report` receives each run's report.
 
     `options` (a `PassOptions`), or its fields as keywords: `target` is
-    "neutral" (the platform-neutral calls of docs/contract.md) or a platform
-    with a binding ("cpu", "neuron", ...), whose binding is spliced in; `mesh`
-    (a `jax.sharding.Mesh` of the program's devices) asks for the binding's
-    partitionable version, for programs compiled for several devices;
-    `strategy` is "auto" (the platform's choice; recompute for neutral
-    output), "recompute" or "indices" (see rewriting/strategy.py); `filename`
-    names the input in locations. A binding whose packages are missing raises
-    ImportError here, naming them. `binding`: the target's binding when the
-    caller has resolved it already (`resolve_binding`).
+    "neutral" (the platform-neutral calls of docs/contract.md; None too) or a
+    platform with a binding (`targets()`: "cpu", "neuron", ...), whose
+    binding is spliced in; `mesh` (a `jax.sharding.Mesh` of the program's
+    devices) asks for the binding's partitionable version, for programs
+    compiled for several devices; `strategy` is "auto" (the platform's
+    choice; recompute for neutral output), "recompute" or "indices" (see
+    rewriting/strategy.py); `filename` names the input in locations. A
+    binding whose packages are missing raises ImportError here, naming them.
+    `binding`: the target's binding when the caller has resolved it already
+    (`resolve_binding`). Bad arguments: TypeError or ValueError, naming them.
     """
-    options = pass_options(options, **keywords)
+    if not isinstance(pm, passmanager.PassManager):
+        raise TypeError(f"pm must be a jaxlib.mlir.passmanager.PassManager, got {pm!r:.60} ({type(pm).__name__})")
+    if on_report is not None and not callable(on_report):
+        raise TypeError(f"on_report must be a callable taking a RewriteReport, or None, got {on_report!r:.60}")
+    options = checked_options(options, keywords)
     if binding is None:
         binding = resolve_binding(options)
     pm.add(
@@ -106,24 +135,34 @@ def rewrite(
 ) -> RewriteReport:
     """Rewrite every max-pool gradient in `module` in place; the module is verified after.
 
+    `module`: a `jaxlib.mlir.ir.Module` (or its `builtin.module` operation).
     `options`, or its fields as keywords (`target=`, `strategy=`, `mesh=`,
-    `filename=`): see `add_pass`.
+    `filename=`): see `add_pass`. A wrong type is a TypeError, an unknown
+    target or strategy a ValueError naming the accepted ones.
     """
-    options = pass_options(options, **keywords)
+    operation = _module_operation(module)
+    options = checked_options(options, keywords)
     total = RewriteReport()
-    with module.context:
+    with operation.context:
         pm = passmanager.PassManager("builtin.module")
         add_pass(pm, options, on_report=total.merge, binding=binding)
-        pm.run(module.operation)
+        pm.run(operation)
     return total
 
 
 def rewrite_text(text: str, options: PassOptions | None = None, **keywords) -> tuple[str, RewriteReport]:
-    """Parse `text`, rewrite it, and return (printed module, report); options as in `rewrite`."""
-    options = pass_options(options, **keywords)
+    """Parse `text` (a str), rewrite it, and return (printed module, report); options as in `rewrite`.
+
+    With `filename=`, the text is parsed under that name: its locations and
+    a parse error (`ir.MLIRError`, or `safe_parse.InputLimitError`) name it.
+    """
+    if not isinstance(text, str):
+        hint = "; decode it first (text.decode())" if isinstance(text, (bytes, bytearray)) else ""
+        raise TypeError(f"text must be a str of textual MLIR, got {text!r:.60} ({type(text).__name__}){hint}")
+    options = checked_options(options, keywords)
     with make_context():
         from pool3d_pass.safe_parse import parse_module  # input limits; parses on a large stack
 
-        module = parse_module(text)
+        module = parse_module(text, source_name=options.filename)
         report = rewrite(module, options)
-        return str(module), report
+        return str(module.operation), report

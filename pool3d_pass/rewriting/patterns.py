@@ -34,14 +34,14 @@ from jaxlib.mlir._mlir_libs._mlir import rewrite as mlir_rewrite
 from jaxlib.mlir.dialects import stablehlo
 
 from pool3d_pass.bindings.registry import Binding, CallSignature
-from pool3d_pass.contract import FORWARD_OUTPUT, INDEX_TYPE
+from pool3d_pass.contract import FORWARD_OUTPUT, INDEX_TYPE, SUPPORTED_DTYPES
 from pool3d_pass.matching import NoMatch, match_pool_gradient
 from pool3d_pass.matching import ir_utils as u
 from pool3d_pass.matching.forward import find_forward
 from pool3d_pass.matching.forward_pool import is_max_pool, match_forward_pool
 from pool3d_pass.matching.neutral_call import NeutralCall, read_neutral_call
 from pool3d_pass.options import PassOptions
-from pool3d_pass.report import FORWARD_ALONE, Miss, Rewrite, RewriteReport
+from pool3d_pass.report import FORWARD_ALONE, FORWARD_OF_GRADIENT, NEUTRAL_CALL, Miss, Rewrite, RewriteReport
 from pool3d_pass.rewriting import cleanup, emit, remarks
 from pool3d_pass.rewriting.inference import replace_with_forward_output, signature_of
 from pool3d_pass.rewriting.indices import SavedForward, build_from_indices, build_from_input, replace_forward
@@ -76,6 +76,9 @@ class PassRun:
         self.saved_forwards: dict[ir.Operation, SavedForward] = {}
         self.forwards_alone: list[ir.Operation] = []  # reduce_windows the forward-output call replaced
         self.read_by_gradients: set[int] = set()  # (hashes of) forward reduce_windows a backward call reads
+        # Gradients left as they were, and bound neutral calls: their forwards are no inference pools (remarks)
+        self.unrewritten_gradients: list[ir.OpView] = []
+        self.read_by_bound_calls: set[int] = set()  # (hashes of) ops whose results a bound call reads
 
     def _serving(self, op: ir.OpView) -> str:
         per_shard = self.per_shard is not None and self.per_shard.contains(op.operation.block)
@@ -99,6 +102,7 @@ class PassRun:
             plan = self.chooser.plan(match, has_forward=forward is not None)
         except NoMatch as reason:
             self.report.add(Miss(u.format_location(op.location, self.options.filename), str(reason)))
+            self.unrewritten_gradients.append(op)
             return _NO_MATCH
 
         grad_input = self.build(match, forward, plan)
@@ -135,6 +139,7 @@ class PassRun:
         if hash(op.operation) in self.read_by_gradients or not is_max_pool(op):
             return _NO_MATCH
         location = u.format_location(op.location, self.options.filename)
+        subject = FORWARD_OF_GRADIENT if self._is_gradients_forward(op) else FORWARD_ALONE
         try:
             pool = match_forward_pool(op)
             reason = binding_refusal(self.binding, self.options.target, signature_of(pool), self.options.mesh)
@@ -143,13 +148,23 @@ class PassRun:
             if reason is not None:
                 raise NoMatch(reason)
         except NoMatch as reason:
-            self.report.add(Miss(location, str(reason), FORWARD_ALONE))
+            self.report.add(Miss(location, str(reason), subject))
             return _NO_MATCH
         replace_with_forward_output(pool, self.emit)
         self.report.forward_alone += 1
-        self.report.add(Rewrite(location, remarks.describe_forward_alone(pool) + self._serving(op), FORWARD_ALONE))
+        self.report.add(Rewrite(location, remarks.describe_forward_alone(pool) + self._serving(op), subject))
         self.forwards_alone.append(op.operation)  # erased after the walk, with what only it used
         return _MATCHED
+
+    def _is_gradients_forward(self, op: ir.OpView) -> bool:
+        """Whether the reduce_window `op` is the forward of a gradient: read by a bound neutral call, or
+        pooling the input of a select_and_scatter left unrewritten (its result shaped like that gradient's
+        grad_output). Only the remark's subject depends on it, never the rewrite."""
+        if hash(op.operation) in self.read_by_bound_calls:
+            return True
+        pooled = _unpadded(op.operands[0])
+        return any(gradient.operands[1].type == op.results[0].type and _unpadded(gradient.operands[0]) == pooled
+                   for gradient in self.unrewritten_gradients)
 
     def build(self, match, forward: ir.OpView | None, plan: Plan) -> ir.Value:
         """Emit the replacement `plan` names; return the gradient w.r.t. the unpadded input."""
@@ -185,16 +200,18 @@ class PassRun:
         if self.binding is None:
             reason = f"no pool3d binding for platform '{target}'"
         else:
-            reason = binding_refusal(self.binding, target, _signature_of(op, call), self.options.mesh)
+            signature = _signature_of(op, call)
+            reason = binding_refusal(self.binding, target, signature, self.options.mesh) or _dtype_refusal(signature)
         if reason is not None:
-            self.report.add(Miss(location, f"neutral call left unbound: {reason}"))
+            self.report.add(Miss(location, reason, NEUTRAL_CALL))
             return _NO_MATCH
-        remark = f"neutral call bound to the {target} binding" + self._serving(op)  # while op is in its block
+        remark = f"bound to the {target} binding" + self._serving(op)  # while op is in its block
+        self.read_by_bound_calls.update(hash(u.defining_op(v).operation) for v in op.operands if u.defining_op(v))
         with ir.InsertionPoint(op.operation), op.location:
             results = self.emit(call.call, list(op.operands), [r.type for r in op.results], **call.pool.attributes())
         rewriter.replace_op(op, results)
         self.report.bound += 1
-        self.report.add(Rewrite(location, remark))
+        self.report.add(Rewrite(location, remark, NEUTRAL_CALL))
         return _MATCHED
 
     def fold_slice_of_created_pad(self, op: ir.OpView, rewriter) -> bool:
@@ -212,6 +229,20 @@ class PassRun:
                 cleanup.erase_if_unused(rewriter, original_pad)
                 return _MATCHED
         return _NO_MATCH
+
+
+def _dtype_refusal(signature: CallSignature) -> str | None:
+    """Why a neutral call's element type is outside the contract (the matchers refuse it for the pass's own
+    calls; a binding need not check it, and splicing one in fails on it), else None."""
+    outside = [t for t in (signature.grad_output_type, signature.input_type, signature.output_type)
+               if t not in SUPPORTED_DTYPES]
+    return f"element type {outside[0]} is not one of {', '.join(SUPPORTED_DTYPES)}" if outside else None
+
+
+def _unpadded(value: ir.Value) -> ir.Value:
+    """The operand of the stablehlo.pad defining `value`, else `value` (a pool's input, either padding form)."""
+    owner = u.defining_op(value)
+    return owner.operands[0] if owner is not None and u.op_name(owner) == "stablehlo.pad" else value
 
 
 def _signature_of(op: ir.OpView, call: NeutralCall) -> CallSignature:

@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from functools import partial
 
@@ -120,7 +121,7 @@ def test_flax_c3d_steps_are_rewritten_with_xlas_results():
     machine = {"cpu_model": "test", "cpus_usable": 1, "memory_gib": 1, "python": "3", "jax": "0",
                "jaxlib": "0", "torch": None, "date": "today"}
     text = tables.render({"mode": "quick", "machine": machine, "wall_s": 0.0, "flax_c3d": section})
-    assert "Flax C3D-style model" in text and "inference step" in text
+    assert "| Flax C3D | bf16 | equal | n/a |" in text
 
 
 def test_stored_reference_run_renders():
@@ -144,8 +145,36 @@ def test_smoke_run_prints_no_target_verdicts():
     assert "### Targets" in tables.render(full) and "**no**" in tables.render(full)
     text = tables.render({**full, "mode": "quick"})
     assert "Targets" not in text and "**no**" not in text and "| yes |" not in text
-    assert tables.SMOKE_NOTE in text
-    assert "The user's view" in text and "Max-pool backward" in text and "Flax C3D-style model" in text
+
+
+def test_a_smoke_run_prints_one_short_table_without_ratios():
+    # A full run's record rendered as a smoke run: a row per section, what ran, its results against XLA's, its
+    # time; no ratio ("1.05x"), floor or verdict, every line within SMOKE_WIDTH columns, the note once.
+    full = json.loads((BENCH / "results" / "reference-2026-12-04-1459.json").read_text())
+    text = tables.render({**full, "mode": "quick"})
+    lines = text.splitlines()
+    assert max(map(len, lines)) <= tables.SMOKE_WIDTH
+    assert " ".join(text.split()).count(tables.SMOKE_NOTE) == 1
+    rows = [line for line in lines if line.startswith("| ") and not line.startswith(("| section", "| ---"))]
+    assert not re.search(r"\dx\b|floor|target", "\n".join(lines[:2] + rows)), text
+    assert [row.split(" | ")[0] for row in rows] == [
+        "| user's view", "| forward", "| backward kernels", "| training step", "| pass", "| Flax C3D"]
+    seconds = {k: f"{v:.0f}" for k, v in full["section_wall_s"].items()}
+    assert rows[0] == (f"| user's view | 13 shapes, 26 jobs | f32 equal; bf16 within 0.25 (the kernels sum in f32) | "
+                       f"{seconds['user']} |")
+    assert rows[4].endswith(f"| {seconds['pass']} |") and "gradients rewritten" in rows[4]
+
+
+def test_a_smoke_row_says_where_results_differ():
+    record = {"user_view": {"cases": [
+        {"case": "NDHWC bf16 (2, 8, 16, 16, 8) k3 s2 p1", "jobs": [{"checks": {"pool3d_dx_max_abs_diff_vs_xla": 0.03}}]},
+        {"case": "NCDHW f32 (2, 4, 8, 16, 16) k2 s2", "jobs": [{"checks": {"pool3d_dx_max_abs_diff_vs_xla": 0.0,
+                                                                       "torch_dx_max_abs_diff_vs_xla": 1.0}}]}]}}
+    assert tables.smoke_rows(record)[0][2] == "f32 equal; bf16 within 0.03 (the kernels sum in f32)"
+    record["user_view"]["cases"][1]["jobs"][0]["checks"]["pool3d_dx_max_abs_diff_vs_xla"] = 0.5
+    assert tables.smoke_rows(record)[0][2] == "**differ** (max abs diff 0.5)"
+    forward = {"forward": {"cases": [{"case": "c", "checks": {"pool3d_y_bit_identical_to_xla": False}}]}}
+    assert tables.smoke_rows(forward)[0][2] == "**differ**"
 
 
 def _from_indices_target(ratios: dict) -> dict:

@@ -151,3 +151,43 @@ def test_an_exception_inside_the_parser_becomes_a_parse_failure(monkeypatch):
     monkeypatch.setattr(safe_parse, "check_text", lambda text: None)  # let MLIR meet it
     with make_context(), pytest.raises(safe_parse.ParseFailure, match="MLIR's parser failed: ValueError"):
         safe_parse.parse_module(PADDED_POOL.replace("SIZE", str(2**40)))
+
+
+FUNCTION = "func.func @{name}(%a: tensor<f32>) -> tensor<f32> {{\n  return %a : tensor<f32>\n}}\n"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [f"module @m {{\n{FUNCTION.format(name='f')}}}\n", FUNCTION.format(name="f"),
+     FUNCTION.format(name="f") + FUNCTION.format(name="g")],
+    ids=["module", "one-function", "two-functions"],
+)
+def test_a_named_parse_names_every_location_and_prints_as_an_unnamed_one(text):
+    from jaxlib.mlir import ir
+
+    from pool3d_pass.ir_context import make_context
+
+    with make_context():
+        named = safe_parse.parse_module(text, source_name='dir/my "model".mlir')
+        unnamed = safe_parse.parse_module(text)
+        assert str(named.operation) == str(unnamed.operation)
+        with_locations = named.operation.get_asm(enable_debug_info=True)
+        assert 'loc("-"' not in with_locations
+        line = text.splitlines().index("  return %a : tensor<f32>") + 1
+        assert f'loc("dir/my \\22model\\22.mlir":{line}:3)' in with_locations  # the first return, escaped name
+        assert unnamed.operation.get_asm(enable_debug_info=True).count('loc("-"') == with_locations.count(
+            'loc("dir/my \\22model\\22.mlir"')
+        assert isinstance(named, (ir.Module, ir.OpView)) and named.operation.name == "builtin.module"
+
+
+def test_a_named_parse_names_its_errors():
+    from jaxlib.mlir import ir
+
+    from pool3d_pass.ir_context import make_context
+
+    with make_context():
+        for text in ("func.func @f() {\n  %x = \n}\n", FUNCTION.format(name="f") + "%x = \n"):
+            with pytest.raises(ir.MLIRError, match='"model.mlir":[24]:'):
+                safe_parse.parse_module(text, source_name="model.mlir")
+        with pytest.raises(InputLimitError, match=f"^model.mlir:1:{LIMIT + 1}: nesting deeper"):
+            safe_parse.parse_module("(" * (LIMIT + 1), source_name="model.mlir")

@@ -60,18 +60,12 @@ def test_cpu_binding_is_spliced_and_matches_the_original(name):
     assert_same_results(text, rewritten, ENTRIES[name])
 
 
-def test_platform_without_binding_gets_no_rewrite_and_a_reason():
-    from jaxlib.mlir import ir
-
-    from pool3d_pass.ir_context import make_context
-
+def test_platform_without_binding_is_refused_naming_the_platforms():
     text = fixture_text("jax_ncdhw_k3s2_p1_f32")
-    unchanged, report = pool3d_pass.rewrite_text(text, target="no-such-platform")
-    with make_context():
-        round_trip = str(ir.Module.parse(text))  # what parsing and printing alone give
-    assert unchanged == round_trip
-    assert report.rewritten == 0 and report.candidates == 1
-    assert report.missed[0].reason == "no pool3d binding for platform 'no-such-platform'; nothing is rewritten there"
+    with pytest.raises(ValueError) as error:
+        pool3d_pass.rewrite_text(text, target="no-such-platform")
+    assert str(error.value) == ("unknown target 'no-such-platform'; expected one of "
+                                + ", ".join(["neutral", *registry.platforms()]))
 
 
 def test_binding_preconditions_refuse_with_a_remark(monkeypatch):
@@ -143,8 +137,14 @@ def test_neutral_calls_of_an_earlier_run_are_bound_later(target):
     assert_same_results(text, bound, ENTRIES["flax_linen_cnn3d_grad_params_and_input_f32"])
 
 
-def test_neutral_call_without_binding_stays_with_a_reason():
+def test_neutral_call_left_unbound_is_a_neutral_call_remark(monkeypatch):
+    picky = Binding("picky", {"backward": "pool3d_pass.bindings.reference:max_pooling_3d_backward"}, "cpu",
+                    lambda signature: "no calls bound here")
+    monkeypatch.setitem(registry._BINDINGS, "picky", picky)
     neutral, _ = pool3d_pass.rewrite_text(fixture_text("jax_ncdhw_k3s2_p1_f32"))
-    unchanged, report = pool3d_pass.rewrite_text(neutral, target="no-such-platform")
-    assert unchanged == neutral and report.bound == 0
-    assert [m.reason for m in report.missed] == ["neutral call left unbound: no pool3d binding for platform 'no-such-platform'"]
+    unchanged, report = pool3d_pass.rewrite_text(neutral, target="picky")
+    assert unchanged == neutral and report.bound == 0 and report.unbound == 1
+    assert [(m.subject, m.reason) for m in report.missed] == [("neutral call", "picky binding: no calls bound here")]
+    assert report.lines()[-1] == "pool3d: 1 neutral call(s) found, 0 bound, 1 left unbound"
+
+

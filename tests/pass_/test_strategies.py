@@ -186,6 +186,6 @@ def test_neutral_layer_calls_stay_where_the_binding_lacks_them(backward_only):
     unchanged, report = pool3d_pass.rewrite_text(neutral, target="backward-only")
     assert unchanged == neutral and report.bound == 0
     assert sorted(m.reason for m in report.missed) == [
-        "neutral call left unbound: backward-only binding has no backward_from_indices call",
-        "neutral call left unbound: backward-only binding has no forward call",
+        "backward-only binding has no backward_from_indices call",
+        "backward-only binding has no forward call",
     ]
