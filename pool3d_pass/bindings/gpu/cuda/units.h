@@ -717,6 +717,9 @@ struct GatherUnit {
   template <int K, int S>
   POOL3D_HD static constexpr int Candidates() { return (K + S - 1) / S; }
 
+  // A tap no int16 index equals: the index of a window outside the tensor.
+  static constexpr int32_t kNoTap = -(1 << 20);
+
   // Overlapping windows: a unit is a block of input positions, P per axis
   // (GatherBlock: 2 along an axis with a window, so that the block starts at
   // a multiple of the stride; NCDHW takes V positions along W). Which windows
@@ -768,9 +771,9 @@ struct GatherUnit {
         const int32_t row = (Clamp(od, g.Do) * g.Ho + Clamp(oh, g.Ho)) * g.Wo;
 #pragma unroll
         for (int ew = 0; ew < AW::kN; ++ew) {
-          const int32_t wi = ip[row + wcol[ew]];
+          // a window outside the tensor names no tap: one select here, none per position
+          const int32_t wi = rreal && wreal[ew] ? int32_t(ip[row + wcol[ew]]) : kNoTap;
           const float wg = T::ToF32(gp[row + wcol[ew]]);
-          const bool real = rreal && wreal[ew];
 #pragma unroll
           for (int rd = 0; rd < kPD; ++rd)
 #pragma unroll
@@ -780,8 +783,7 @@ struct GatherUnit {
                 const int td = AD::Tap(rd, AD::kLo + ed), th = AH::Tap(rh, AH::kLo + eh),
                           tw = AW::Tap(rw, AW::kLo + ew);
                 if (td >= 0 && th >= 0 && tw >= 0) {  // compile-time
-                  const bool hit = real && wi == (td * W::kH + th) * W::kW + tw;
-                  acc[rd][rh][rw] += hit ? wg : 0.0f;
+                  if (wi == (td * W::kH + th) * W::kW + tw) acc[rd][rh][rw] += wg;
                 }
               }
         }
@@ -853,12 +855,11 @@ struct GatherUnit {
                 const int td = AD::Tap(rd, AD::kLo + ed), th = AH::Tap(rh, AH::kLo + eh),
                           tw = AW::Tap(rw, AW::kLo + ew);
                 if (td >= 0 && th >= 0 && tw >= 0) {  // compile-time
-                  const int32_t t = (td * W::kH + th) * W::kW + tw;
+                  // a window outside the tensor names no tap: one select, none per channel
+                  const int32_t t = real ? (td * W::kH + th) * W::kW + tw : kNoTap;
 #pragma unroll
-                  for (int j = 0; j < V; ++j) {
-                    const bool hit = real && int32_t(wi[j]) == t;
-                    acc[rd][rh][rw][j] += hit ? wg[j] : 0.0f;
-                  }
+                  for (int j = 0; j < V; ++j)
+                    if (int32_t(wi[j]) == t) acc[rd][rh][rw][j] += wg[j];
                 }
               }
         }
