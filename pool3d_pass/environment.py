@@ -25,6 +25,7 @@ CUDA_LIBRARY = "POOL3D_CUDA_LIBRARY"
 CPU_THREADS = "POOL3D_CPU_THREADS"
 POISON_SCRATCH = "POOL3D_POISON_SCRATCH"
 BUILD_CUDA = "POOL3D_BUILD_CUDA"
+REQUIRE_CUDA = "POOL3D_REQUIRE_CUDA"
 FFI_INCLUDE = "POOL3D_FFI_INCLUDE"
 
 # name: (what it sets, the PassOptions field it overrides or None, who reads it)
@@ -41,6 +42,8 @@ VARIABLES = {
     POISON_SCRATCH: ("1: the CPU kernels fill new scratch with NaN bytes (make sanitize)", None,
                      "the C++ kernels"),
     BUILD_CUDA: ("0: build without the CUDA kernels", None, "the build (bindings/gpu/cuda_build.py)"),
+    REQUIRE_CUDA: ("1: a build without the CUDA kernels fails (a release build: make wheel)", None,
+                   "the build (bindings/gpu/cuda_build.py)"),
     FFI_INCLUDE: ("a jaxlib include/ folder to compile the kernels against", None, "the build (CMakeLists.txt)"),
 }
 
@@ -76,3 +79,4 @@ def gpu_interpret() -> bool:
 def settings_key() -> tuple:
     """What a binding's lowering depends on beyond its call: part of the lowering cache's key."""
     return (gpu_kernels(), gpu_interpret())
+

@@ -29,3 +29,4 @@ def test_pass_level_variables_name_existing_options():
 
     fields = set(PassOptions.__dataclass_fields__)
     assert all(option in fields for _, option, _ in environment.VARIABLES.values() if option is not None)
+
