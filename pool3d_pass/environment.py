@@ -80,3 +80,24 @@ def settings_key() -> tuple:
     """What a binding's lowering depends on beyond its call: part of the lowering cache's key."""
     return (gpu_kernels(), gpu_interpret())
 
+
+def command_flags(options, target: str | None = None) -> str:
+    """The pool3d-opt flags that repeat a run of the pass: `--target`, `--strategy` and, for the gpu
+    target, the kernels and interpret mode in force (the options' own, else the environment's).
+
+    What a reproducer line prints, so that the command it gives rewrites as the run did.
+    `target` names the platform where the run's options leave it to the compile (the JAX hook).
+    """
+    target = target or options.target
+    flags = [f"--target={target}", f"--strategy={options.strategy}"]
+    if target == "gpu":
+        kernels = options.gpu_kernels
+        if kernels is None:
+            kernels = os.environ.get(GPU_KERNELS, "").strip().lower() or "auto"
+        flags.append(f"--gpu-kernels={kernels}")
+        interpret = options.gpu_interpret
+        if interpret is None:
+            interpret = os.environ.get(GPU_INTERPRET, "") == "1"
+        if interpret:
+            flags.append("--gpu-interpret")
+    return " ".join(flags)
