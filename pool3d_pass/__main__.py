@@ -70,9 +70,13 @@ def cuda_line() -> str:
                     "found); the gpu binding uses the Pallas kernels")
         reason = cuda_library.unavailable()
         if reason is not None:
-            return f"CUDA kernels: library present, does not load: {reason}"
-        return (f"CUDA kernels: library present, loads ({path}); running a kernel needs an NVIDIA driver "
-                "for the CUDA release it was built with (make wheel: CUDA 13.0, driver r580 or later)")
+            return f"CUDA kernels: library present, not usable: {reason}"
+        built = cuda_library.built_with(cuda_library.load())
+        driver = cuda_library.driver_version()
+        return (f"CUDA kernels: library present, loads ({path}); built with CUDA "
+                f"{'(not recorded)' if built is None else cuda_library.release(built)}, "
+                + ("no NVIDIA driver here" if driver is None
+                   else f"this NVIDIA driver supports CUDA {cuda_library.release(driver)}"))
     except Exception as error:  # noqa: BLE001
         return f"CUDA kernels: not checked ({_first_line(error)})"
 

@@ -35,6 +35,8 @@ def cuda_problem() -> str | None:
     reason = cuda_library.unavailable()
     if reason is not None:
         return reason
+    if cuda_library.built_with(cuda_library.load()) is None:
+        return f"the library does not say which CUDA it was built with ({cuda_library.RUNTIME_VERSION_SYMBOL})"
     cuda_library.register()
     return None if cuda_library.is_registered() else "the CUDA handlers did not register"
 
@@ -60,7 +62,10 @@ def main(argv: list[str] | None = None) -> int:
         if problem is not None:
             print(f"the wheel's CUDA kernels: {problem}")
             return 1
-        cuda = "CUDA kernels load and register"
+        from pool3d_pass.bindings.gpu import cuda_library
+
+        built = cuda_library.release(cuda_library.built_with(cuda_library.load()))
+        cuda = f"CUDA kernels (CUDA {built}) load and register"
     print(f"wheel check passed: Python {sys.version.split()[0]}, jax {jax.__version__}, "
           f"pool3d_pass {pool3d_pass.__file__}: rewritten and exact; {cuda}")
     return 0

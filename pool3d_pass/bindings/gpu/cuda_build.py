@@ -54,6 +54,8 @@ SOURCES = (
     os.path.join(CPU_DIR, "kernels", "common", "validate.cc"),
     # arc4random for the static libstdc++, so the wheel's manylinux tag stays 2_34
     os.path.join(CPU_DIR, "glibc_compat.cc"),
+    # the CUDA release built with, for cuda_library.py's driver check
+    os.path.join(HERE, "cuda_version.cc"),
 )
 INCLUDE_DIRS = (os.path.join(CPU_DIR, "kernels"), CPU_DIR, os.path.join(HERE, "cuda"))
 GENCODE = (
