@@ -95,7 +95,7 @@ $(STAMP_BENCH): pyproject.toml $(KERNEL_SOURCES)
 	test -x $(PY_BENCH) || $(PYTHON311) -m venv $(VENV_BENCH)
 	$(PY_BENCH) -m pip --disable-pip-version-check -q install --upgrade pip
 	$(PY_BENCH) -m pip --disable-pip-version-check -q install jax==$(JAX_BENCH) jaxlib==$(JAX_BENCH)
-	# Editable, like $(VENV): its kernel build sits in the tree beside $(VENV)'s (another ABI tag).
+	# Editable, like $(VENV): both write the same abi3 extension into the tree (same sources and headers).
 	$(PY_BENCH) -m pip --disable-pip-version-check -q install -e '.[test]' --config-settings=build-dir=build/venv-bench
 	$(call check_jax_kept,$(PY_BENCH),$(JAX_BENCH))
 	touch $@
