@@ -238,7 +238,7 @@ wheel: $(CUDA_TOOLKIT)/.installed $(WHEEL_TOOLS)/.installed
 # jax.jit's values exactly, the CUDA library loads and registers.
 WHEEL_MATRIX ?= 3.11:$(JAX09) 3.11:0.10.2 3.12:$(JAX09) 3.12:$(JAX) 3.13:$(JAX09) 3.13:$(JAX)
 wheel-check: wheel
-	@for cell in $(WHEEL_MATRIX); do \
+	@rm -f build/wheel-check.txt; for cell in $(WHEEL_MATRIX); do \
 	  $(MAKE) --no-print-directory wheel-check-cell CELL_PYTHON=$${cell%%:*} CELL_JAX=$${cell##*:} \
 	    && echo "wheel-check $$cell: passed" >> build/wheel-check.txt \
 	    || { echo "wheel-check $$cell: FAILED" >> build/wheel-check.txt; failed=1; }; \
