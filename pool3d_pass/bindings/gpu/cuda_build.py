@@ -30,8 +30,8 @@ What is built: SASS for sm_80 (A100) and sm_90a (H100/H200) plus PTX for
 compute_90 (JIT-compiled by the driver for later GPUs), the CUDA runtime
 linked statically (`-cudart static`: the library needs only the driver's
 libcuda.so.1 at run time, loaded when a kernel first runs, so it loads and
-registers on machines without a GPU), with libstdc++ and libgcc linked
-statically too (the library then asks only glibc of the machine, which lets
+registers on machines without a GPU), with libstdc++ linked statically too
+(the library then asks only glibc and libgcc_s of the machine, which lets
 the wheel carry an older manylinux tag), against the XLA FFI headers of the
 jaxlib in the build environment (the same ones as the CPU kernels: with
 pip's build isolation the OLDEST supported jaxlib, pyproject.toml).
