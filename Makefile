@@ -285,7 +285,8 @@ extras-check:
 # there and compiles every rewritten bench program (scripts/gpu_compile_check.py: the Pallas
 # kernels' Triton calls, ptxas registers, no spills; tests/integration/test_cuda_deviceless.py:
 # the same programs with the CUDA kernels, where their library is built). GPU_CUDA=12 or 13
-# (the lent H200 machine has JAX's CUDA 13 plugin). Run by hand; `make test` skips those tests.
+# (the lent H200 machine has JAX's CUDA 13 plugin; JAX publishes no CUDA 12 plugin for 0.12.1:
+# GPU_CUDA=12 needs GPU_JAX=0.12.0.1 or older). Run by hand; `make test` skips those tests.
 # gpu-check: the device check (scripts/gpu_check.py, docs/gpu.md "The device check"), on a
 # machine with an NVIDIA GPU and JAX's CUDA plugin, with that machine's own Python
 # ($(GPU_CHECK_PYTHON)); results under $$OUT, else bench/results/gpu_check/. A CPU dry run:
