@@ -48,7 +48,7 @@ install: $(STAMP)
 
 # (the CUDA kernels' too: CMakeLists.txt builds their library where nvcc is found)
 KERNEL_SOURCES := $(shell find pool3d_pass/bindings/cpu pool3d_pass/bindings/gpu/cuda -name '*.cc' -o -name '*.h' -o -name '*.cu') \
-                  pool3d_pass/bindings/gpu/cuda_build.py CMakeLists.txt
+                  pool3d_pass/bindings/gpu/cuda_build.py pool3d_pass/bindings/gpu/cuda_version.cc CMakeLists.txt
 
 # The user's way: JAX first, then pool3d_pass with pip's build isolation, so the
 # CPU kernels are compiled against the OLDEST supported jaxlib's FFI headers
