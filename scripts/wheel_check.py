@@ -3,7 +3,10 @@
 `make wheel-check` installs the wheel there with no compiler reachable, then
 runs this file: `pool3d_pass.jit` of a 3-D max pool's gradient must hold the
 contract's backward call in its compiled program, come from the wheel (not a
-source tree) and give `jax.jit`'s values. Exits non-zero otherwise.
+source tree) and give `jax.jit`'s values; with `--require-cuda`, the wheel's
+CUDA kernels' library must be there, load and register its handlers (no GPU
+needed: the CUDA runtime is linked in and looks for the driver only when a
+kernel runs). Exits non-zero otherwise.
 """
 
 from __future__ import annotations
@@ -23,7 +26,23 @@ def loss(x):
     return jnp.sum(y * y)
 
 
-def main() -> int:
+def cuda_problem() -> str | None:
+    """Why the wheel's CUDA kernels cannot be registered (None: they are)."""
+    from pool3d_pass.bindings.gpu import cuda_library
+
+    if "site-packages" not in cuda_library.library_path():
+        return f"the CUDA library is looked for at {cuda_library.library_path()}, not in the wheel"
+    reason = cuda_library.unavailable()
+    if reason is not None:
+        return reason
+    if cuda_library.built_with(cuda_library.load()) is None:
+        return f"the library does not say which CUDA it was built with ({cuda_library.RUNTIME_VERSION_SYMBOL})"
+    cuda_library.register()
+    return None if cuda_library.is_registered() else "the CUDA handlers did not register"
+
+
+def main(argv: list[str] | None = None) -> int:
+    require_cuda = "--require-cuda" in (sys.argv[1:] if argv is None else argv)
     if "site-packages" not in pool3d_pass.__file__:
         print(f"pool3d_pass comes from {pool3d_pass.__file__}, not an installed wheel")
         return 1
@@ -37,7 +56,18 @@ def main() -> int:
     if not np.array_equal(got, want):
         print(f"values differ from jax.jit's: max |diff| {np.max(np.abs(got - want))}")
         return 1
-    print(f"wheel check passed: pool3d_pass {pool3d_pass.__file__}, jax {jax.__version__}, rewritten and exact")
+    cuda = "CUDA kernels not checked"
+    if require_cuda:
+        problem = cuda_problem()
+        if problem is not None:
+            print(f"the wheel's CUDA kernels: {problem}")
+            return 1
+        from pool3d_pass.bindings.gpu import cuda_library
+
+        built = cuda_library.release(cuda_library.built_with(cuda_library.load()))
+        cuda = f"CUDA kernels (CUDA {built}) load and register"
+    print(f"wheel check passed: Python {sys.version.split()[0]}, jax {jax.__version__}, "
+          f"pool3d_pass {pool3d_pass.__file__}: rewritten and exact; {cuda}")
     return 0
 
 

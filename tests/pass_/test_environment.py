@@ -29,3 +29,20 @@ def test_pass_level_variables_name_existing_options():
 
     fields = set(PassOptions.__dataclass_fields__)
     assert all(option in fields for _, option, _ in environment.VARIABLES.values() if option is not None)
+
+
+def test_command_flags_repeat_the_gpu_settings_in_force(monkeypatch):
+    """A reproducer line carries the gpu kernels and interpret mode, from the options or the environment."""
+    from pool3d_pass.options import PassOptions
+
+    monkeypatch.delenv(environment.GPU_KERNELS, raising=False)
+    monkeypatch.delenv(environment.GPU_INTERPRET, raising=False)
+    assert environment.command_flags(PassOptions(target="cpu")) == "--target=cpu --strategy=auto"
+    assert (environment.command_flags(PassOptions(strategy="indices", gpu_kernels="pallas"), target="gpu")
+            == "--target=gpu --strategy=indices --gpu-kernels=pallas")
+    monkeypatch.setenv(environment.GPU_KERNELS, "pallas")
+    monkeypatch.setenv(environment.GPU_INTERPRET, "1")
+    assert (environment.command_flags(PassOptions(target="gpu"))
+            == "--target=gpu --strategy=auto --gpu-kernels=pallas --gpu-interpret")
+    assert environment.command_flags(PassOptions(target="gpu", gpu_kernels="cuda", gpu_interpret=False)) == (
+        "--target=gpu --strategy=auto --gpu-kernels=cuda")

@@ -16,7 +16,7 @@ PYPROJECT = ROOT / "pyproject.toml"
 
 def test_installed_jax_and_jaxlib_are_in_the_supported_range():
     # The pass relies on jaxlib's MLIR bindings and on JAX internals; CI tests
-    # the ends of the range (make test: 0.12.0.1 in .venv, 0.9.0 in .venv-jax09).
+    # the ends of the range (make test: 0.12.1 in .venv, 0.9.0 in .venv-jax09).
     for package in ("jax", "jaxlib"):
         version = importlib.metadata.version(package)
         assert jax_compat.is_supported(version), (package, version, jax_compat.SUPPORTED_RANGE)

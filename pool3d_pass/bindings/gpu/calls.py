@@ -117,12 +117,24 @@ def _has_cuda_device() -> bool:
         return False
 
 
+# Where JAX's Triton lowering reads the GPU it lowers for: jax 0.11 to 0.12.0
+# in Pallas' Triton backend, jax 0.12.1 in jax._src (shared with Mosaic GPU).
+# Both read the abstract mesh's device where no CUDA device is present.
+GPU_INFO_MODULES = ("jax._src.pallas.triton.gpu_info", "jax._src.gpu_info")
+
+
 @functools.cache
 def _needs_device_description() -> bool:
     """Whether this JAX's Triton lowering asks for the GPU (jax >= 0.11: `gpu_info`); 0.9/0.10 lower for sm_90."""
     import importlib.util
 
-    return importlib.util.find_spec("jax._src.pallas.triton.gpu_info") is not None
+    for name in GPU_INFO_MODULES:
+        try:
+            if importlib.util.find_spec(name) is not None:
+                return True
+        except ModuleNotFoundError:  # a parent package this JAX lacks
+            continue
+    return False
 
 
 def _lowering_device():

@@ -12,13 +12,27 @@ Where nvcc comes from (`find_nvcc`, first found): `$NVCC`; `nvcc` on PATH;
 `$CUDA_HOME/bin/nvcc` (default /usr/local/cuda); the nvcc of an installed
 `nvidia-cuda-nvcc` wheel (CUDA 12: `nvidia/cuda_nvcc/bin`, CUDA 13:
 `nvidia/cu13/bin`). None: no library, and the gpu binding uses its Pallas
-kernels (`POOL3D_BUILD_CUDA=0` skips the build on purpose).
+kernels (`POOL3D_BUILD_CUDA=0` skips the build on purpose). A release build
+(`make wheel`) sets `POOL3D_REQUIRE_CUDA=1`: there a missing or failing nvcc
+fails the build instead of leaving the library out.
+
+Which toolkit a release is built with: the CUDA 12 nvcc wheels on PyPI
+(`nvidia-cuda-nvcc-cu12`, 12.0 to 12.9) carry ptxas, libnvvm and the crt
+headers but no `nvcc` driver, cudafe++, cicc or fatbinary, and
+`nvidia-cuda-runtime-cu12` no static cudart, so no CUDA 12 toolkit can be
+assembled from PyPI; the oldest complete one there is CUDA 13.0 (the
+`nvidia-cuda-nvcc`, `-crt`, `-nvvm`, `-runtime`, `-cccl` and `-culibos`
+13.0 wheels: Makefile's `wheel`). Its static cudart needs a CUDA 13 driver
+(r580 or later) when a kernel runs; loading and registering the library
+need no driver at all.
 
 What is built: SASS for sm_80 (A100) and sm_90a (H100/H200) plus PTX for
 compute_90 (JIT-compiled by the driver for later GPUs), the CUDA runtime
 linked statically (`-cudart static`: the library needs only the driver's
 libcuda.so.1 at run time, loaded when a kernel first runs, so it loads and
-registers on machines without a GPU), against the XLA FFI headers of the
+registers on machines without a GPU), with libstdc++ linked statically too
+(the library then asks only glibc and libgcc_s of the machine, which lets
+the wheel carry an older manylinux tag), against the XLA FFI headers of the
 jaxlib in the build environment (the same ones as the CPU kernels: with
 pip's build isolation the OLDEST supported jaxlib, pyproject.toml).
 """
@@ -38,6 +52,10 @@ SOURCES = (
     os.path.join(HERE, "cuda", "kernels.cu"),
     # the CPU binding's operand and attribute checks: the same errors
     os.path.join(CPU_DIR, "kernels", "common", "validate.cc"),
+    # arc4random for the static libstdc++, so the wheel's manylinux tag stays 2_34
+    os.path.join(CPU_DIR, "glibc_compat.cc"),
+    # the CUDA release built with, for cuda_library.py's driver check
+    os.path.join(HERE, "cuda_version.cc"),
 )
 INCLUDE_DIRS = (os.path.join(CPU_DIR, "kernels"), CPU_DIR, os.path.join(HERE, "cuda"))
 GENCODE = (
@@ -46,6 +64,7 @@ GENCODE = (
     "-gencode=arch=compute_90,code=compute_90",
 )
 SKIP_ENV = "POOL3D_BUILD_CUDA"
+REQUIRE_ENV = "POOL3D_REQUIRE_CUDA"
 
 
 def depends() -> list[str]:
@@ -89,12 +108,18 @@ def command(nvcc: str, ffi_include_dir: str, output: str, *, ptxas_report: bool 
         # --threads 0: the architectures compiled side by side, one per core
         nvcc, "-std=c++17", "-O3", "-shared", "-cudart", "static", "--threads", "0",
         "-Xcompiler", "-fPIC,-fvisibility=hidden,-pthread",
+        "-Xlinker", "--exclude-libs,ALL", "-Xcompiler", "-static-libstdc++",
         *GENCODE,
     ]
     if ptxas_report:
         cmd += ["-Xptxas", "-v"]
     for folder in INCLUDE_DIRS:
         cmd += ["-I", folder]
+    # The nvidia-cuda-* wheels put the static cudart in the toolkit's lib/,
+    # where their nvcc.profile names only lib64/ (a toolkit install's).
+    libraries = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(nvcc))), "lib")
+    if os.path.isfile(os.path.join(libraries, "libcudart_static.a")):
+        cmd += ["-L", libraries]
     cmd += ["-isystem", ffi_include_dir, *SOURCES, "-o", output]
     return cmd
 
@@ -132,8 +157,27 @@ def report_path(library: str) -> str:
     return library + ".log"
 
 
+def nvcc_version(nvcc: str) -> str:
+    """The toolkit release nvcc reports ("13.0, V13.0.88"), or why it could not be read."""
+    try:
+        out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, check=False).stdout
+    except OSError as error:
+        return f"unknown ({error})"
+    found = [line.split("release", 1)[1].strip() for line in out.splitlines() if "release" in line]
+    return found[0] if found else "unknown"
+
+
+def targets() -> str:
+    """What GENCODE builds, for the build log: "sm_80, sm_90a (SASS), compute_90 (PTX)"."""
+    codes = [flag.rsplit("code=", 1)[1] for flag in GENCODE]
+    sass = [code for code in codes if code.startswith("sm_")]
+    ptx = [code for code in codes if code.startswith("compute_")]
+    return f"{', '.join(sass)} (SASS), {', '.join(ptx)} (PTX)"
+
+
 def main(argv: list[str] | None = None) -> int:
-    """The build's entry point (CMakeLists.txt): a missing or failing nvcc is reported, never an error."""
+    """The build's entry point (CMakeLists.txt): a missing or failing nvcc is reported, an error only where
+    $POOL3D_REQUIRE_CUDA is 1 (a release build)."""
     import argparse  # noqa: PLC0415
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -146,12 +190,19 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if not (args.output and args.ffi_include):
         parser.error("--output and --ffi-include are needed to build")
-    built, log = build(args.output, args.ffi_include)
+    required = os.environ.get(REQUIRE_ENV) == "1"
+    nvcc = find_nvcc()
+    built, log = build(args.output, args.ffi_include, nvcc)
     if built:
-        print(f"pool3d_pass: built the CUDA kernels' library {args.output}\n{log}")
-    else:
-        print(f"pool3d_pass: the CUDA kernels' library is not built ({log.strip()}); "
-              "the gpu binding uses its Pallas kernels")
+        print(f"pool3d_pass: built the CUDA kernels' library {args.output} for {targets()} "
+              f"with nvcc {nvcc} (CUDA {nvcc_version(nvcc)})\n{log}")
+        return 0
+    if required:
+        print(f"pool3d_pass: error: the CUDA kernels' library is not built ({log.strip()}) and "
+              f"{REQUIRE_ENV}=1 asks for it: name an nvcc with NVCC=/path/to/nvcc", file=sys.stderr)
+        return 1
+    print(f"pool3d_pass: the CUDA kernels' library is not built ({log.strip()}); "
+          "the gpu binding uses its Pallas kernels")
     return 0
 
 

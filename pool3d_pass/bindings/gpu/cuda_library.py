@@ -13,6 +13,11 @@ cache) runs.
 
 The library links the CUDA runtime statically: loading it needs no GPU and
 no CUDA installation (the driver is looked up when a kernel first runs).
+That runtime needs a driver of its CUDA major release or newer: where the
+machine's NVIDIA driver is older than the release the library was built with
+(`Pool3dCudaRuntimeVersion`, cuda_version.cc), `unavailable()` says so and
+the Pallas kernels serve. Without a driver (a CPU machine, a deviceless
+compile) nothing is compared.
 
 `POOL3D_CUDA_LIBRARY=/path/to/_cuda_kernels.so`, read by the first load,
 names another build.
@@ -64,6 +69,43 @@ def _load(path: str):
     return library, None
 
 
+RUNTIME_VERSION_SYMBOL = "Pool3dCudaRuntimeVersion"
+
+
+def release(version: int) -> str:
+    """"13.0" for CUDA's 13000."""
+    return f"{version // 1000}.{version % 1000 // 10}"
+
+
+@functools.cache
+def driver_version() -> int | None:
+    """The CUDA version the NVIDIA driver supports (cuDriverGetVersion: 12080 for 12.8); None without a driver."""
+    try:
+        driver = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return None
+    version = ctypes.c_int(0)
+    if driver.cuDriverGetVersion(ctypes.byref(version)) != 0:
+        return None
+    return version.value
+
+
+def built_with(library) -> int | None:
+    """The CUDA release `library` was built with (CUDART_VERSION), None for a build without the symbol."""
+    function = getattr(library, RUNTIME_VERSION_SYMBOL, None)
+    return None if function is None else int(function())
+
+
+def driver_problem(library) -> str | None:
+    """Why this machine's driver cannot run `library`'s kernels (None: it can, or there is no driver)."""
+    built, driver = built_with(library), driver_version()
+    if built is None or driver is None or driver // 1000 >= built // 1000:
+        return None
+    return (f"the CUDA kernels' library was built with CUDA {release(built)}, whose runtime needs a CUDA "
+            f"{built // 1000} driver; this NVIDIA driver supports CUDA {release(driver)} (build pool3d_pass "
+            "from source with that CUDA's nvcc to use them)")
+
+
 def load():
     """The loaded library; raises ImportError saying why it cannot be used."""
     library, reason = _load(library_path())
@@ -73,8 +115,9 @@ def load():
 
 
 def unavailable() -> str | None:
-    """Why the CUDA kernels cannot serve (None: the library loads)."""
-    return _load(library_path())[1]
+    """Why the CUDA kernels cannot serve (None: the library loads and the driver, if any, can run it)."""
+    library, reason = _load(library_path())
+    return reason if library is None else driver_problem(library)
 
 
 def _capsule(function_pointer: int):
