@@ -21,7 +21,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 
-from pool3d_pass import safe_parse
+from pool3d_pass import environment, safe_parse
 from pool3d_pass.cli.pipeline import DEFAULT_PIPELINE, build_pass_manager
 from pool3d_pass.options import AUTO, GPU_KERNELS, NEUTRAL, STRATEGIES, PassOptions
 from pool3d_pass.report import RewriteReport
@@ -169,7 +169,7 @@ def process_chunk(chunk: Chunk, options: PassOptions, args: argparse.Namespace, 
             first_line = _one_line((str(error).strip().splitlines() or [""])[0])
             raise UserError(
                 f"{name}: error: the pass failed ({type(error).__name__}: {first_line}); "
-                f"reproduce with: {PROG} {name} --target={options.target} --strategy={options.strategy}"
+                f"reproduce with: {PROG} {name} {environment.command_flags(options)}"
             ) from None
         return module.operation.get_asm(enable_debug_info=args.print_debuginfo)
 

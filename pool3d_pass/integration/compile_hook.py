@@ -77,7 +77,7 @@ def install() -> None:
                 try:
                     return original(backend, rewritten, devices, *args, **kwargs)
                 except Exception as error:  # noqa: BLE001 -- any failure: compile the original
-                    module_rewrite.compile_failed(computation, backend.platform, devices, options.strategy, error)
+                    module_rewrite.compile_failed(computation, backend.platform, devices, options, error)
             return original(backend, computation, devices, *args, **kwargs)
 
         setattr(compile_or_get_cached, HOOK_MARKER, True)

@@ -30,6 +30,7 @@ import tempfile
 import numpy as np
 from jaxlib.mlir import ir
 
+from pool3d_pass import environment
 from pool3d_pass.bindings.registry import binding_for
 from pool3d_pass.contract import FORWARD_OUTPUT
 from pool3d_pass.integration.device_mesh import program_mesh
@@ -86,22 +87,22 @@ def _save_for_reproduction(module: ir.Module, name: str) -> str:
         return file.name
 
 
-def reproducer(module: ir.Module, platform: str, strategy: str, devices=None) -> str:
+def reproducer(module: ir.Module, platform: str, options: PassOptions, devices=None) -> str:
     """Save `module` (the input of the rewrite) and return the command that rewrites it again."""
     saved = _save_for_reproduction(module, module_name(module))
-    command = f"pool3d-opt --target={platform} --strategy={strategy} {saved}"
+    command = f"pool3d-opt {environment.command_flags(options, target=platform)} {saved}"
     if devices is not None and np.size(devices) > 1:
         command += f" (the compile was for {np.size(devices)} devices: pool3d-opt splices the single-device binding)"
     return command
 
 
-def compile_failed(module: ir.Module, platform: str, devices, strategy: str, error: Exception) -> None:
+def compile_failed(module: ir.Module, platform: str, devices, options: PassOptions, error: Exception) -> None:
     """Log that XLA failed on the rewritten `module`, which is then compiled unchanged."""
     reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
     logger.warning(
         "%s (%s): XLA failed to compile the pool3d-rewritten module (%s: %s); compiled the original "
         "instead. Reproduce the rewrite with: %s", module_name(module), platform, type(error).__name__,
-        reason, reproducer(module, platform, strategy, devices))
+        reason, reproducer(module, platform, options, devices))
 
 
 def rewrite_for_platform(
@@ -153,7 +154,7 @@ def rewrite_for_platform(
     except Exception:  # noqa: BLE001 -- see the module docstring
         logger.warning(
             "%s (%s): pool3d_pass.rewrite failed, compiled unchanged. Reproduce with: %s",
-            name, platform, reproducer(module, platform, options.strategy, devices), exc_info=True)
+            name, platform, reproducer(module, platform, options, devices), exc_info=True)
         return module
 
     if report.candidates or report.events:
