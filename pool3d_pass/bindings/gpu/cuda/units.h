@@ -37,6 +37,7 @@
 
 #if defined(__CUDACC__)
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #endif
 
 namespace pool3d {
@@ -255,59 +256,70 @@ POOL3D_HD inline void Finish(const G& g, const typename T::M* xp, const I* st,
 }
 
 // ---------------------------------------------------------------------------
-// Packed bf16: a 32-bit word holds two bf16 values (two channels in NDHWC,
-// two windows' taps in NCDHW), and one packed instruction compares, or takes the maximum of, both
-// (HSET2 / HMNMX2 on sm_90, emulated by cuda_bf16.h elsewhere). Taps are kept
-// as two 16-bit halves; a mask of 0xffff per half selects them. The same
-// rules as the f32 searches: >= over taps visited last to first, NaN
-// propagated by the maximum, padding never taken.
+// Packed bf16 and f16: a 32-bit word holds two 16-bit values (two channels
+// in NDHWC, two windows' taps in NCDHW), and one packed instruction compares,
+// or takes the maximum of, both (HSET2 / HMNMX2; cuda_bf16.h and cuda_fp16.h
+// emulate what an older GPU lacks). Taps are kept as two 16-bit halves; a
+// mask of 0xffff per half selects them. The same rules as the f32 searches:
+// >= over taps visited last to first, NaN propagated by the maximum, padding
+// never taken.
+
+// The packed type of T on the device: two bf16 or two f16.
+#if defined(__CUDA_ARCH__)
+template <class T>
+using Pair = std::conditional_t<std::is_same_v<T, BF16T>, __nv_bfloat162, __half2>;
+template <class T>
+POOL3D_HD inline Pair<T> AsPair(uint32_t a) { return *reinterpret_cast<const Pair<T>*>(&a); }
+#endif
 
 // Per half: 0xffff where a >= b (EqMask2: a == b), else 0; NaN compares false.
+template <class T>
 POOL3D_HD inline uint32_t GeMask2(uint32_t a, uint32_t b) {
 #if defined(__CUDA_ARCH__)
-  return __hge2_mask(*reinterpret_cast<const __nv_bfloat162*>(&a),
-                     *reinterpret_cast<const __nv_bfloat162*>(&b));
+  return __hge2_mask(AsPair<T>(a), AsPair<T>(b));
 #else
   uint32_t r = 0;
-  for (int i = 0; i < 2; ++i) {
-    const float x = BF16T::ToF32(uint16_t(a >> (16 * i))), y = BF16T::ToF32(uint16_t(b >> (16 * i)));
-    if (x >= y) r |= 0xffffu << (16 * i);
-  }
+  for (int i = 0; i < 2; ++i)
+    if (T::ToF32(uint16_t(a >> (16 * i))) >= T::ToF32(uint16_t(b >> (16 * i)))) r |= 0xffffu << (16 * i);
   return r;
 #endif
 }
 
+template <class T>
 POOL3D_HD inline uint32_t EqMask2(uint32_t a, uint32_t b) {
 #if defined(__CUDA_ARCH__)
-  return __heq2_mask(*reinterpret_cast<const __nv_bfloat162*>(&a),
-                     *reinterpret_cast<const __nv_bfloat162*>(&b));
+  return __heq2_mask(AsPair<T>(a), AsPair<T>(b));
 #else
   uint32_t r = 0;
-  for (int i = 0; i < 2; ++i) {
-    const float x = BF16T::ToF32(uint16_t(a >> (16 * i))), y = BF16T::ToF32(uint16_t(b >> (16 * i)));
-    if (x == y) r |= 0xffffu << (16 * i);
-  }
+  for (int i = 0; i < 2; ++i)
+    if (T::ToF32(uint16_t(a >> (16 * i))) == T::ToF32(uint16_t(b >> (16 * i)))) r |= 0xffffu << (16 * i);
   return r;
 #endif
 }
 
 // Per half: the larger, NaN where either is NaN (the NaN's bits do not
 // matter: a window holding one goes back to its elements).
+template <class T>
 POOL3D_HD inline uint32_t MaxNan2(uint32_t a, uint32_t b) {
 #if defined(__CUDA_ARCH__)
-  const __nv_bfloat162 r = __hmax2_nan(*reinterpret_cast<const __nv_bfloat162*>(&a),
-                                       *reinterpret_cast<const __nv_bfloat162*>(&b));
+  const Pair<T> r = __hmax2_nan(AsPair<T>(a), AsPair<T>(b));
   return *reinterpret_cast<const uint32_t*>(&r);
 #else
   uint32_t r = 0;
   for (int i = 0; i < 2; ++i) {
     const uint16_t x = uint16_t(a >> (16 * i)), y = uint16_t(b >> (16 * i));
-    const float fx = BF16T::ToF32(x), fy = BF16T::ToF32(y);
+    const float fx = T::ToF32(x), fy = T::ToF32(y);
     const uint16_t m = fx != fx || fy != fy ? uint16_t(0x7fff) : fx >= fy ? x : y;
     r |= uint32_t(m) << (16 * i);
   }
   return r;
 #endif
+}
+
+// Two copies of T's -inf, a packed word's starting maximum.
+template <class T>
+POOL3D_HD constexpr uint32_t NegInf2() {
+  return (uint32_t(T::kInf) | 0x8000u) * 0x10001u;
 }
 
 // ---------------------------------------------------------------------------
@@ -392,11 +404,11 @@ POOL3D_HD inline bool InteriorNcdhw(const Launch<int32_t>& g, int32_t od,
          c0 >= 0 && c0 + kEnd <= g.W;
 }
 
-// The NCDHW searches for bf16, two windows (lanes 2i, 2i+1) a packed word:
+// The NCDHW searches for 16-bit types, two windows (lanes 2i, 2i+1) a packed word:
 // each tap's two elements are paired (one PRMT), then compared and taken as
-// in SearchNdhwcBf16x2.
-template <class W, int V, bool kChecked, bool kSelectOnly>
-POOL3D_HD inline void SearchNcdhwBf16x2(const Launch<int32_t>& g,
+// in SearchNdhwcPairs.
+template <class T, class W, int V, bool kChecked, bool kSelectOnly>
+POOL3D_HD inline void SearchNcdhwPairs(const Launch<int32_t>& g,
                                         const uint16_t* xp, int32_t od,
                                         int32_t oh, int32_t ow0,
                                         const float* target, Best* best) {
@@ -404,12 +416,11 @@ POOL3D_HD inline void SearchNcdhwBf16x2(const Launch<int32_t>& g,
   uint32_t m[N], tap[N], want[N];
 #pragma unroll
   for (int i = 0; i < N; ++i) {
-    m[i] = 0xff80ff80u;  // -inf, -inf
+    m[i] = NegInf2<T>();
     tap[i] = 0xffffffffu;  // -1, -1
     want[i] = 0;
     if constexpr (kSelectOnly)
-      want[i] = uint32_t(BF16T::FromF32(target[2 * i])) |
-                uint32_t(BF16T::FromF32(target[2 * i + 1])) << 16;
+      want[i] = uint32_t(Narrow<T>(target[2 * i])) | uint32_t(Narrow<T>(target[2 * i + 1])) << 16;
   }
   const int32_t d0 = od * W::sD - W::pD, h0 = oh * W::sH - W::pH;
   const int32_t c0 = ow0 * W::sW - W::pW;
@@ -419,7 +430,7 @@ POOL3D_HD inline void SearchNcdhwBf16x2(const Launch<int32_t>& g,
     for (int th = W::kH - 1; th >= 0; --th) {
       uint16_t seg[kSeg];
       bool real[kSeg];
-      LoadRowBitsNcdhw<BF16T, W, V, kChecked>(g, xp, d0 + td, h0 + th, c0, seg, real);
+      LoadRowBitsNcdhw<T, W, V, kChecked>(g, xp, d0 + td, h0 + th, c0, seg, real);
 #pragma unroll
       for (int i = 0; i < N; ++i)
 #pragma unroll
@@ -427,16 +438,16 @@ POOL3D_HD inline void SearchNcdhwBf16x2(const Launch<int32_t>& g,
           const int sa = (2 * i) * W::sW + tw, sb = (2 * i + 1) * W::sW + tw;
           const uint32_t x = uint32_t(seg[sa]) | uint32_t(seg[sb]) << 16;
           const uint32_t t2 = uint32_t((td * W::kH + th) * W::kW + tw) * 0x10001u;
-          uint32_t take = kSelectOnly ? EqMask2(x, want[i]) : GeMask2(x, m[i]);
+          uint32_t take = kSelectOnly ? EqMask2<T>(x, want[i]) : GeMask2<T>(x, m[i]);
           if constexpr (kChecked) take &= (real[sa] ? 0xffffu : 0u) | (real[sb] ? 0xffff0000u : 0u);
           tap[i] = (t2 & take) | (tap[i] & ~take);
-          if constexpr (!kSelectOnly) m[i] = MaxNan2(m[i], x);  // padding is -inf: no change
+          if constexpr (!kSelectOnly) m[i] = MaxNan2<T>(m[i], x);  // padding is -inf: no change
         }
     }
 #pragma unroll
   for (int j = 0; j < V; ++j) {
     const uint32_t half = (j & 1) ? 16 : 0;
-    best[j].m = BF16T::ToF32(uint16_t(m[j / 2] >> half));
+    best[j].m = Wide<T>(uint16_t(m[j / 2] >> half));
     best[j].tap = int32_t(int16_t(uint16_t(tap[j / 2] >> half)));
   }
 }
@@ -476,22 +487,22 @@ POOL3D_HD inline void SearchNcdhwF32(const Launch<int32_t>& g,
 }
 
 // The searches of V windows (kSelectOnly: the first tap equal to target[j]
-// instead of the maximum): bf16 two windows a packed word, else as f32.
+// instead of the maximum): 16-bit types two windows a packed word, else as f32.
 template <class T, class W, int V, bool kChecked, bool kSelectOnly>
 POOL3D_HD inline void SearchNcdhw(const Launch<int32_t>& g,
                                   const typename T::M* xp, int32_t od,
                                   int32_t oh, int32_t ow0, const float* target,
                                   Best* best) {
-  if constexpr (std::is_same_v<T, BF16T> && V % 2 == 0) {
-    SearchNcdhwBf16x2<W, V, kChecked, kSelectOnly>(g, xp, od, oh, ow0, target, best);
+  if constexpr (sizeof(typename T::M) == 2 && V % 2 == 0) {
+    SearchNcdhwPairs<T, W, V, kChecked, kSelectOnly>(g, xp, od, oh, ow0, target, best);
   } else {
     SearchNcdhwF32<T, W, V, kChecked, kSelectOnly>(g, xp, od, oh, ow0, target, best);
   }
 }
 
-// bf16 channels two at a time (NDHWC): see "Packed bf16" above.
-template <class W, int V, bool kChecked, bool kSelectOnly>
-POOL3D_HD inline void SearchNdhwcBf16x2(const Launch<int32_t>& g,
+// 16-bit channels two at a time (NDHWC): see "Packed bf16 and f16" above.
+template <class T, class W, int V, bool kChecked, bool kSelectOnly>
+POOL3D_HD inline void SearchNdhwcPairs(const Launch<int32_t>& g,
                                         const uint16_t* xp, int32_t d0,
                                         int32_t h0, int32_t w0,
                                         const float* target, Best* best) {
@@ -499,11 +510,10 @@ POOL3D_HD inline void SearchNdhwcBf16x2(const Launch<int32_t>& g,
   uint32_t m[N], tap[N], want[N];
 #pragma unroll
   for (int i = 0; i < N; ++i) {
-    m[i] = 0xff80ff80u;  // -inf, -inf
+    m[i] = NegInf2<T>();
     tap[i] = 0xffffffffu;  // -1, -1
     if constexpr (kSelectOnly)
-      want[i] = uint32_t(BF16T::FromF32(target[2 * i])) |
-                uint32_t(BF16T::FromF32(target[2 * i + 1])) << 16;
+      want[i] = uint32_t(Narrow<T>(target[2 * i])) | uint32_t(Narrow<T>(target[2 * i + 1])) << 16;
   }
 #pragma unroll
   for (int td = W::kD - 1; td >= 0; --td)
@@ -520,20 +530,20 @@ POOL3D_HD inline void SearchNdhwcBf16x2(const Launch<int32_t>& g,
           LoadVec<uint32_t, N>(reinterpret_cast<const uint32_t*>(xp + ((d * g.H + h) * g.W + w) * g.C), x);
         } else {
 #pragma unroll
-          for (int i = 0; i < N; ++i) x[i] = 0xff80ff80u;
+          for (int i = 0; i < N; ++i) x[i] = NegInf2<T>();
         }
         const uint32_t t2 = uint32_t((td * W::kH + th) * W::kW + tw) * 0x10001u;
 #pragma unroll
         for (int i = 0; i < N; ++i) {
-          const uint32_t take = ok ? (kSelectOnly ? EqMask2(x[i], want[i]) : GeMask2(x[i], m[i])) : 0u;
+          const uint32_t take = ok ? (kSelectOnly ? EqMask2<T>(x[i], want[i]) : GeMask2<T>(x[i], m[i])) : 0u;
           tap[i] = (t2 & take) | (tap[i] & ~take);
-          if constexpr (!kSelectOnly) m[i] = MaxNan2(m[i], x[i]);
+          if constexpr (!kSelectOnly) m[i] = MaxNan2<T>(m[i], x[i]);
         }
       }
 #pragma unroll
   for (int j = 0; j < V; ++j) {
     const uint32_t half = (j & 1) ? 16 : 0;
-    best[j].m = BF16T::ToF32(uint16_t(m[j / 2] >> half));
+    best[j].m = Wide<T>(uint16_t(m[j / 2] >> half));
     best[j].tap = int32_t(int16_t(uint16_t(tap[j / 2] >> half)));
   }
 }
@@ -583,14 +593,14 @@ POOL3D_HD inline void SearchNdhwcF32(const Launch<int32_t>& g,
       }
 }
 
-// The searches of V channels: bf16 two channels a packed word, else as f32.
+// The searches of V channels: 16-bit types two channels a packed word, else as f32.
 template <class T, class W, int V, bool kChecked, bool kSelectOnly>
 POOL3D_HD inline void SearchNdhwc(const Launch<int32_t>& g,
                                   const typename T::M* xp, int32_t d0,
                                   int32_t h0, int32_t w0, const float* target,
                                   Best* best) {
-  if constexpr (std::is_same_v<T, BF16T> && V % 2 == 0) {
-    SearchNdhwcBf16x2<W, V, kChecked, kSelectOnly>(g, xp, d0, h0, w0, target, best);
+  if constexpr (sizeof(typename T::M) == 2 && V % 2 == 0) {
+    SearchNdhwcPairs<T, W, V, kChecked, kSelectOnly>(g, xp, d0, h0, w0, target, best);
   } else {
     SearchNdhwcF32<T, W, V, kChecked, kSelectOnly>(g, xp, d0, h0, w0, target, best);
   }
