@@ -35,6 +35,11 @@
 #include "common/window_scan.h"
 #include "fast_div.h"
 
+#if defined(__CUDACC__)
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#endif
+
 namespace pool3d {
 namespace gpu {
 
@@ -251,6 +256,73 @@ POOL3D_HD inline void Finish(const G& g, const typename T::M* xp, const I* st,
 }
 
 // ---------------------------------------------------------------------------
+// Packed bf16 and f16: a 32-bit word holds two 16-bit values (two channels
+// in NDHWC, two windows' taps in NCDHW), and one packed instruction compares,
+// or takes the maximum of, both (HSET2 / HMNMX2; cuda_bf16.h and cuda_fp16.h
+// emulate what an older GPU lacks). Taps are kept as two 16-bit halves; a
+// mask of 0xffff per half selects them. The same rules as the f32 searches:
+// >= over taps visited last to first, NaN propagated by the maximum, padding
+// never taken.
+
+// The packed type of T on the device: two bf16 or two f16.
+#if defined(__CUDA_ARCH__)
+template <class T>
+using Pair = std::conditional_t<std::is_same_v<T, BF16T>, __nv_bfloat162, __half2>;
+template <class T>
+POOL3D_HD inline Pair<T> AsPair(uint32_t a) { return *reinterpret_cast<const Pair<T>*>(&a); }
+#endif
+
+// Per half: 0xffff where a >= b (EqMask2: a == b), else 0; NaN compares false.
+template <class T>
+POOL3D_HD inline uint32_t GeMask2(uint32_t a, uint32_t b) {
+#if defined(__CUDA_ARCH__)
+  return __hge2_mask(AsPair<T>(a), AsPair<T>(b));
+#else
+  uint32_t r = 0;
+  for (int i = 0; i < 2; ++i)
+    if (T::ToF32(uint16_t(a >> (16 * i))) >= T::ToF32(uint16_t(b >> (16 * i)))) r |= 0xffffu << (16 * i);
+  return r;
+#endif
+}
+
+template <class T>
+POOL3D_HD inline uint32_t EqMask2(uint32_t a, uint32_t b) {
+#if defined(__CUDA_ARCH__)
+  return __heq2_mask(AsPair<T>(a), AsPair<T>(b));
+#else
+  uint32_t r = 0;
+  for (int i = 0; i < 2; ++i)
+    if (T::ToF32(uint16_t(a >> (16 * i))) == T::ToF32(uint16_t(b >> (16 * i)))) r |= 0xffffu << (16 * i);
+  return r;
+#endif
+}
+
+// Per half: the larger, NaN where either is NaN (the NaN's bits do not
+// matter: a window holding one goes back to its elements).
+template <class T>
+POOL3D_HD inline uint32_t MaxNan2(uint32_t a, uint32_t b) {
+#if defined(__CUDA_ARCH__)
+  const Pair<T> r = __hmax2_nan(AsPair<T>(a), AsPair<T>(b));
+  return *reinterpret_cast<const uint32_t*>(&r);
+#else
+  uint32_t r = 0;
+  for (int i = 0; i < 2; ++i) {
+    const uint16_t x = uint16_t(a >> (16 * i)), y = uint16_t(b >> (16 * i));
+    const float fx = T::ToF32(x), fy = T::ToF32(y);
+    const uint16_t m = fx != fx || fy != fy ? uint16_t(0x7fff) : fx >= fy ? x : y;
+    r |= uint32_t(m) << (16 * i);
+  }
+  return r;
+#endif
+}
+
+// Two copies of T's -inf, a packed word's starting maximum.
+template <class T>
+POOL3D_HD constexpr uint32_t NegInf2() {
+  return (uint32_t(T::kInf) | 0x8000u) * 0x10001u;
+}
+
+// ---------------------------------------------------------------------------
 // Unit decoding: u -> coordinates, innermost first (the launch's divisors).
 
 template <class U, int N>
@@ -275,23 +347,26 @@ struct NcdhwSegment {
   static constexpr int kVecN = V * W::sW;  // its columns
 };
 
+// The -inf of element type T: what padding reads as.
+template <class T>
+POOL3D_HD constexpr typename T::M NegInfBits() {
+  using M = typename T::M;
+  return M(T::kInf | (M(1) << (sizeof(M) * 8 - 1)));
+}
+
 template <class T, class W, int V, bool kChecked>
-POOL3D_HD inline void LoadRowNcdhw(const Launch<int32_t>& g,
-                                   const typename T::M* xp, int32_t d,
-                                   int32_t h, int32_t c0, float* val,
-                                   bool* real) {
+POOL3D_HD inline void LoadRowBitsNcdhw(const Launch<int32_t>& g,
+                                       const typename T::M* xp, int32_t d,
+                                       int32_t h, int32_t c0,
+                                       typename T::M* seg, bool* real) {
   using M = typename T::M;
   using S = NcdhwSegment<W, V>;
   if constexpr (!kChecked) {
     const M* row = xp + (d * g.H + h) * g.W + c0;
-    M seg[S::kSeg];
     LoadVec<M, S::kVecN>(row + S::kVec0, seg + S::kVec0);
 #pragma unroll
-    for (int t = 0; t < S::kSeg; ++t)
-      if (t < S::kVec0 || t >= S::kVec0 + S::kVecN) seg[t] = row[t];
-#pragma unroll
     for (int t = 0; t < S::kSeg; ++t) {
-      val[t] = Wide<T>(seg[t]);
+      if (t < S::kVec0 || t >= S::kVec0 + S::kVecN) seg[t] = row[t];
       real[t] = true;
     }
   } else {
@@ -300,9 +375,20 @@ POOL3D_HD inline void LoadRowNcdhw(const Launch<int32_t>& g,
     for (int t = 0; t < S::kSeg; ++t) {
       const int32_t c = c0 + t;
       real[t] = row_ok && uint32_t(c) < uint32_t(g.W);
-      val[t] = real[t] ? Wide<T>(xp[(d * g.H + h) * g.W + c]) : NegativeInfinity();
+      seg[t] = real[t] ? xp[(d * g.H + h) * g.W + c] : NegInfBits<T>();
     }
   }
+}
+
+template <class T, class W, int V, bool kChecked>
+POOL3D_HD inline void LoadRowNcdhw(const Launch<int32_t>& g,
+                                   const typename T::M* xp, int32_t d,
+                                   int32_t h, int32_t c0, float* val,
+                                   bool* real) {
+  typename T::M seg[NcdhwSegment<W, V>::kSeg];
+  LoadRowBitsNcdhw<T, W, V, kChecked>(g, xp, d, h, c0, seg, real);
+#pragma unroll
+  for (int t = 0; t < NcdhwSegment<W, V>::kSeg; ++t) val[t] = Wide<T>(seg[t]);  // padding: -inf
 }
 
 // Whether a NCDHW window unit touches no padding and its aligned vector
@@ -318,10 +404,57 @@ POOL3D_HD inline bool InteriorNcdhw(const Launch<int32_t>& g, int32_t od,
          c0 >= 0 && c0 + kEnd <= g.W;
 }
 
-// The searches of V windows (kSelectOnly: the first tap equal to target[j]
-// instead of the maximum).
+// The NCDHW searches for 16-bit types, two windows (lanes 2i, 2i+1) a packed word:
+// each tap's two elements are paired (one PRMT), then compared and taken as
+// in SearchNdhwcPairs.
 template <class T, class W, int V, bool kChecked, bool kSelectOnly>
-POOL3D_HD inline void SearchNcdhw(const Launch<int32_t>& g,
+POOL3D_HD inline void SearchNcdhwPairs(const Launch<int32_t>& g,
+                                        const uint16_t* xp, int32_t od,
+                                        int32_t oh, int32_t ow0,
+                                        const float* target, Best* best) {
+  constexpr int N = V / 2, kSeg = NcdhwSegment<W, V>::kSeg;
+  uint32_t m[N], tap[N], want[N];
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    m[i] = NegInf2<T>();
+    tap[i] = 0xffffffffu;  // -1, -1
+    want[i] = 0;
+    if constexpr (kSelectOnly)
+      want[i] = uint32_t(Narrow<T>(target[2 * i])) | uint32_t(Narrow<T>(target[2 * i + 1])) << 16;
+  }
+  const int32_t d0 = od * W::sD - W::pD, h0 = oh * W::sH - W::pH;
+  const int32_t c0 = ow0 * W::sW - W::pW;
+#pragma unroll
+  for (int td = W::kD - 1; td >= 0; --td)
+#pragma unroll
+    for (int th = W::kH - 1; th >= 0; --th) {
+      uint16_t seg[kSeg];
+      bool real[kSeg];
+      LoadRowBitsNcdhw<T, W, V, kChecked>(g, xp, d0 + td, h0 + th, c0, seg, real);
+#pragma unroll
+      for (int i = 0; i < N; ++i)
+#pragma unroll
+        for (int tw = W::kW - 1; tw >= 0; --tw) {
+          const int sa = (2 * i) * W::sW + tw, sb = (2 * i + 1) * W::sW + tw;
+          const uint32_t x = uint32_t(seg[sa]) | uint32_t(seg[sb]) << 16;
+          const uint32_t t2 = uint32_t((td * W::kH + th) * W::kW + tw) * 0x10001u;
+          uint32_t take = kSelectOnly ? EqMask2<T>(x, want[i]) : GeMask2<T>(x, m[i]);
+          if constexpr (kChecked) take &= (real[sa] ? 0xffffu : 0u) | (real[sb] ? 0xffff0000u : 0u);
+          tap[i] = (t2 & take) | (tap[i] & ~take);
+          if constexpr (!kSelectOnly) m[i] = MaxNan2<T>(m[i], x);  // padding is -inf: no change
+        }
+    }
+#pragma unroll
+  for (int j = 0; j < V; ++j) {
+    const uint32_t half = (j & 1) ? 16 : 0;
+    best[j].m = Wide<T>(uint16_t(m[j / 2] >> half));
+    best[j].tap = int32_t(int16_t(uint16_t(tap[j / 2] >> half)));
+  }
+}
+
+// One lane at a time, as f32.
+template <class T, class W, int V, bool kChecked, bool kSelectOnly>
+POOL3D_HD inline void SearchNcdhwF32(const Launch<int32_t>& g,
                                   const typename T::M* xp, int32_t od,
                                   int32_t oh, int32_t ow0, const float* target,
                                   Best* best) {
@@ -353,6 +486,68 @@ POOL3D_HD inline void SearchNcdhw(const Launch<int32_t>& g,
     }
 }
 
+// The searches of V windows (kSelectOnly: the first tap equal to target[j]
+// instead of the maximum): 16-bit types two windows a packed word, else as f32.
+template <class T, class W, int V, bool kChecked, bool kSelectOnly>
+POOL3D_HD inline void SearchNcdhw(const Launch<int32_t>& g,
+                                  const typename T::M* xp, int32_t od,
+                                  int32_t oh, int32_t ow0, const float* target,
+                                  Best* best) {
+  if constexpr (sizeof(typename T::M) == 2 && V % 2 == 0) {
+    SearchNcdhwPairs<T, W, V, kChecked, kSelectOnly>(g, xp, od, oh, ow0, target, best);
+  } else {
+    SearchNcdhwF32<T, W, V, kChecked, kSelectOnly>(g, xp, od, oh, ow0, target, best);
+  }
+}
+
+// 16-bit channels two at a time (NDHWC): see "Packed bf16 and f16" above.
+template <class T, class W, int V, bool kChecked, bool kSelectOnly>
+POOL3D_HD inline void SearchNdhwcPairs(const Launch<int32_t>& g,
+                                        const uint16_t* xp, int32_t d0,
+                                        int32_t h0, int32_t w0,
+                                        const float* target, Best* best) {
+  constexpr int N = V / 2;
+  uint32_t m[N], tap[N], want[N];
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    m[i] = NegInf2<T>();
+    tap[i] = 0xffffffffu;  // -1, -1
+    if constexpr (kSelectOnly)
+      want[i] = uint32_t(Narrow<T>(target[2 * i])) | uint32_t(Narrow<T>(target[2 * i + 1])) << 16;
+  }
+#pragma unroll
+  for (int td = W::kD - 1; td >= 0; --td)
+#pragma unroll
+    for (int th = W::kH - 1; th >= 0; --th)
+#pragma unroll
+      for (int tw = W::kW - 1; tw >= 0; --tw) {
+        const int32_t d = d0 + td, h = h0 + th, w = w0 + tw;
+        const bool ok = !kChecked || (uint32_t(d) < uint32_t(g.D) &&
+                                      uint32_t(h) < uint32_t(g.H) &&
+                                      uint32_t(w) < uint32_t(g.W));
+        uint32_t x[N];
+        if (ok) {
+          LoadVec<uint32_t, N>(reinterpret_cast<const uint32_t*>(xp + ((d * g.H + h) * g.W + w) * g.C), x);
+        } else {
+#pragma unroll
+          for (int i = 0; i < N; ++i) x[i] = NegInf2<T>();
+        }
+        const uint32_t t2 = uint32_t((td * W::kH + th) * W::kW + tw) * 0x10001u;
+#pragma unroll
+        for (int i = 0; i < N; ++i) {
+          const uint32_t take = ok ? (kSelectOnly ? EqMask2<T>(x[i], want[i]) : GeMask2<T>(x[i], m[i])) : 0u;
+          tap[i] = (t2 & take) | (tap[i] & ~take);
+          if constexpr (!kSelectOnly) m[i] = MaxNan2<T>(m[i], x[i]);
+        }
+      }
+#pragma unroll
+  for (int j = 0; j < V; ++j) {
+    const uint32_t half = (j & 1) ? 16 : 0;
+    best[j].m = Wide<T>(uint16_t(m[j / 2] >> half));
+    best[j].tap = int32_t(int16_t(uint16_t(tap[j / 2] >> half)));
+  }
+}
+
 // ---------------------------------------------------------------------------
 // Window kernels, Fixed windows, NDHWC: a unit is V channels (c0 .. c0+V-1)
 // of one output position; C % V == 0, each tap one aligned V-channel load.
@@ -364,8 +559,9 @@ POOL3D_HD inline bool InteriorWindow3(int32_t d0, int32_t h0, int32_t w0,
          w0 + kW <= W;
 }
 
+// One channel at a time, as f32.
 template <class T, class W, int V, bool kChecked, bool kSelectOnly>
-POOL3D_HD inline void SearchNdhwc(const Launch<int32_t>& g,
+POOL3D_HD inline void SearchNdhwcF32(const Launch<int32_t>& g,
                                   const typename T::M* xp, int32_t d0,
                                   int32_t h0, int32_t w0, const float* target,
                                   Best* best) {
@@ -395,6 +591,19 @@ POOL3D_HD inline void SearchNdhwc(const Launch<int32_t>& g,
           }
         }
       }
+}
+
+// The searches of V channels: 16-bit types two channels a packed word, else as f32.
+template <class T, class W, int V, bool kChecked, bool kSelectOnly>
+POOL3D_HD inline void SearchNdhwc(const Launch<int32_t>& g,
+                                  const typename T::M* xp, int32_t d0,
+                                  int32_t h0, int32_t w0, const float* target,
+                                  Best* best) {
+  if constexpr (sizeof(typename T::M) == 2 && V % 2 == 0) {
+    SearchNdhwcPairs<T, W, V, kChecked, kSelectOnly>(g, xp, d0, h0, w0, target, best);
+  } else {
+    SearchNdhwcF32<T, W, V, kChecked, kSelectOnly>(g, xp, d0, h0, w0, target, best);
+  }
 }
 
 // The given outputs of V windows as f32 search targets (a NaN equals nothing).
