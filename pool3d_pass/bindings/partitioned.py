@@ -67,14 +67,14 @@ def parallel_only(hlo: xc.HloSharding, layout: str, shape: tuple[int, ...]) -> x
     batch/channel block.
     """
     if hlo.is_manual() or hlo.is_unreduced():  # per-shard code gets the single-device call (rewriting/per_shard.py)
-        raise ValueError(f"pool3d: cannot partition a call whose operand sharding is {hlo.to_string()}")
+        raise ValueError(f"pool3d: cannot partition a call whose operand sharding is {hlo}")
     if hlo.is_replicated() or hlo.is_maximal() or not hlo.is_tiled():
         return xc.HloSharding.replicate()
     dims = list(hlo.tile_assignment_dimensions())
     extra = len(dims) - RANK  # trailing subgroup dimensions
     kinds = hlo.subgroup_types()
     if extra and not hlo.replicate_on_last_tile_dim() and any(k != xc.OpSharding.Type.REPLICATED for k in kinds):
-        raise ValueError(f"pool3d: cannot partition a call whose operand sharding is {hlo.to_string()} "
+        raise ValueError(f"pool3d: cannot partition a call whose operand sharding is {hlo} "
                          "(a manual or unreduced subgroup)")
     keep = PARALLEL_DIMENSIONS[layout]
     kept = [d for d in range(RANK) if d in keep and dims[d] > 1 and shape[d] % dims[d] == 0]

@@ -137,7 +137,7 @@ def test_pool_gradients_inside_scan_and_cond():
 
         carry, sums = lax.scan(body, x, None, length=3)
         grad = lax.cond(jnp.sum(carry) > 0, jax.grad(lambda c: jnp.sum(pool(c))), lambda c: c, carry)
-        return grad, sums
+        return grad, carry, sums
 
     x = jnp.asarray(np.random.default_rng(0).integers(-3, 4, (2, 3, 6, 6, 6)).astype(np.float32))
     compiled = pool3d_pass.jit(step).lower(x).compile()
@@ -149,5 +149,9 @@ def test_pool_gradients_inside_scan_and_cond():
     assert calls["backward"] == 0 and pool_gradient_ops(hlo) == 0
     plain = jax.jit(step).lower(x).compile()
     assert pool_gradient_ops(plain.as_text()) >= 2  # the scan's gradient and the cond's, in XLA's program
-    for expected, got in zip(jax.tree.leaves(plain(x)), jax.tree.leaves(compiled(x)), strict=True):
-        np.testing.assert_array_equal(np.asarray(got), np.asarray(expected))
+    (grad, carry, sums), (grad_ours, carry_ours, sums_ours) = plain(x), compiled(x)
+    np.testing.assert_array_equal(np.asarray(grad_ours), np.asarray(grad))
+    np.testing.assert_array_equal(np.asarray(carry_ours), np.asarray(carry))
+    # The sums of equal carries: XLA (jax 0.12.1) may reduce them in another order in the
+    # rewritten program's fusions, a last-bit difference that is not the kernels'.
+    np.testing.assert_allclose(np.asarray(sums_ours), np.asarray(sums), rtol=1e-6, atol=0)

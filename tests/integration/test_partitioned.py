@@ -158,7 +158,7 @@ def test_pooled_and_uneven_dimensions_become_replicas(given, layout, shape, expe
 
     from pool3d_pass.bindings.partitioned import parallel_only
 
-    assert parallel_only(xc.HloSharding.from_string(given), layout, shape).to_string() == expected
+    assert str(parallel_only(xc.HloSharding.from_string(given), layout, shape)) == expected
 
 
 def test_a_manual_sharding_is_refused_not_partitioned():
