@@ -69,7 +69,7 @@ def test_rewritten_bench_programs_compile_for_h200_without_spills(tmp_path):
 
 def test_gpu_check_dry_run(tmp_path):
     """scripts/gpu_check.py on CPU (interpret mode) beside the CUDA plugin: its numerics and jobs checks pass."""
-    done = run_script("gpu_check.py", "--platform", "cpu", "--no-torch", "--budget-s", "90", "--stages",
+    done = run_script("gpu_check.py", "--platform", "cpu", "--no-torch", "--budget-s", "45", "--stages",
                       "numerics,jobs", "--out", str(tmp_path))
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     rows = [json.loads(line) for line in (tmp_path / "gpu_check.jsonl").read_text().splitlines()]
