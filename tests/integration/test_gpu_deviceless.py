@@ -68,16 +68,15 @@ def test_rewritten_bench_programs_compile_for_h200_without_spills(tmp_path):
 
 
 def test_gpu_check_dry_run(tmp_path):
-    """scripts/gpu_check.py on CPU (interpret mode) beside the CUDA plugin: its numerics and jobs checks pass."""
+    """scripts/gpu_check.py on CPU (interpret mode), beside the CUDA plugin where it is installed: its
+    numerics stage's checks pass (tests/bench/test_device_check.py runs the jobs stage's)."""
     done = run_script("gpu_check.py", "--platform", "cpu", "--no-torch", "--budget-s", "45", "--stages",
-                      "numerics,jobs", "--out", str(tmp_path))
+                      "numerics", "--out", str(tmp_path))
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     rows = [json.loads(line) for line in (tmp_path / "gpu_check.jsonl").read_text().splitlines()]
     machine = next(r for r in rows if r["kind"] == "machine")
-    checks = [r for r in rows if r["kind"] in ("calls", "jobs")]
+    checks = [r for r in rows if r["kind"] == "calls"]
     assert machine["dry_run"] and checks and not [r for r in checks if r["problems"]]
-    assert {r["kind"] for r in checks} == {"calls", "jobs"}
-
 
 
 @pytest.mark.skipif(MISSING is not None, reason=f"deviceless H200 compile skipped: {MISSING}")
