@@ -231,6 +231,17 @@ POOL3D_HD inline void Take(Best* b, float v, bool real, int32_t t) {
   b->m = MaxNan(b->m, v);  // padding is -inf: no change
 }
 
+// One tap of one lane: the search's step (kSelectOnly: the first tap equal to
+// target; else the first maximum).
+template <bool kSelectOnly>
+POOL3D_HD inline void StepLane(Best* b, float v, bool real, float target, int32_t t) {
+  if constexpr (kSelectOnly) {
+    b->tap = real && v == target ? t : b->tap;
+  } else {
+    Take(b, v, real, t);
+  }
+}
+
 POOL3D_HD inline bool HeldNan(const Best& b) { return b.m != b.m; }
 
 // What a window's search gives: the output value and the contract's index
@@ -321,6 +332,41 @@ template <class T>
 POOL3D_HD constexpr uint32_t NegInf2() {
   return (uint32_t(T::kInf) | 0x8000u) * 0x10001u;
 }
+
+// The searches of 2N lanes held as N packed words: the maxima, the taps (two
+// 16-bit halves each) and, for kSelectOnly, the values looked for.
+template <class T, int N, bool kSelectOnly>
+struct PackedSearch {
+  uint32_t m[N], tap[N], want[N];
+
+  POOL3D_HD explicit PackedSearch(const float* target) {
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+      m[i] = NegInf2<T>();
+      tap[i] = 0xffffffffu;  // -1, -1
+      want[i] = 0;
+      if constexpr (kSelectOnly)
+        want[i] = uint32_t(Narrow<T>(target[2 * i])) | uint32_t(Narrow<T>(target[2 * i + 1])) << 16;
+    }
+  }
+
+  // Word i's two values x at tap t; `real` masks the halves that are not padding.
+  POOL3D_HD void Step(int i, uint32_t x, uint32_t real, int32_t t) {
+    const uint32_t take = (kSelectOnly ? EqMask2<T>(x, want[i]) : GeMask2<T>(x, m[i])) & real;
+    const uint32_t t2 = uint32_t(t) * 0x10001u;
+    tap[i] = (t2 & take) | (tap[i] & ~take);
+    if constexpr (!kSelectOnly) m[i] = MaxNan2<T>(m[i], x);  // padding is -inf: no change
+  }
+
+  POOL3D_HD void Finish(Best* best) const {
+#pragma unroll
+    for (int j = 0; j < 2 * N; ++j) {
+      const uint32_t half = (j & 1) ? 16 : 0;
+      best[j].m = Wide<T>(uint16_t(m[j / 2] >> half));
+      best[j].tap = int32_t(int16_t(uint16_t(tap[j / 2] >> half)));
+    }
+  }
+};
 
 // ---------------------------------------------------------------------------
 // Unit decoding: u -> coordinates, innermost first (the launch's divisors).
@@ -413,15 +459,7 @@ POOL3D_HD inline void SearchNcdhwPairs(const Launch<int32_t>& g,
                                         int32_t oh, int32_t ow0,
                                         const float* target, Best* best) {
   constexpr int N = V / 2, kSeg = NcdhwSegment<W, V>::kSeg;
-  uint32_t m[N], tap[N], want[N];
-#pragma unroll
-  for (int i = 0; i < N; ++i) {
-    m[i] = NegInf2<T>();
-    tap[i] = 0xffffffffu;  // -1, -1
-    want[i] = 0;
-    if constexpr (kSelectOnly)
-      want[i] = uint32_t(Narrow<T>(target[2 * i])) | uint32_t(Narrow<T>(target[2 * i + 1])) << 16;
-  }
+  PackedSearch<T, N, kSelectOnly> search(target);
   const int32_t d0 = od * W::sD - W::pD, h0 = oh * W::sH - W::pH;
   const int32_t c0 = ow0 * W::sW - W::pW;
 #pragma unroll
@@ -436,20 +474,12 @@ POOL3D_HD inline void SearchNcdhwPairs(const Launch<int32_t>& g,
 #pragma unroll
         for (int tw = W::kW - 1; tw >= 0; --tw) {
           const int sa = (2 * i) * W::sW + tw, sb = (2 * i + 1) * W::sW + tw;
-          const uint32_t x = uint32_t(seg[sa]) | uint32_t(seg[sb]) << 16;
-          const uint32_t t2 = uint32_t((td * W::kH + th) * W::kW + tw) * 0x10001u;
-          uint32_t take = kSelectOnly ? EqMask2<T>(x, want[i]) : GeMask2<T>(x, m[i]);
-          if constexpr (kChecked) take &= (real[sa] ? 0xffffu : 0u) | (real[sb] ? 0xffff0000u : 0u);
-          tap[i] = (t2 & take) | (tap[i] & ~take);
-          if constexpr (!kSelectOnly) m[i] = MaxNan2<T>(m[i], x);  // padding is -inf: no change
+          const uint32_t mask = (real[sa] ? 0xffffu : 0u) | (real[sb] ? 0xffff0000u : 0u);
+          search.Step(i, uint32_t(seg[sa]) | uint32_t(seg[sb]) << 16, kChecked ? mask : ~0u,
+                      (td * W::kH + th) * W::kW + tw);
         }
     }
-#pragma unroll
-  for (int j = 0; j < V; ++j) {
-    const uint32_t half = (j & 1) ? 16 : 0;
-    best[j].m = Wide<T>(uint16_t(m[j / 2] >> half));
-    best[j].tap = int32_t(int16_t(uint16_t(tap[j / 2] >> half)));
-  }
+  search.Finish(best);
 }
 
 // One lane at a time, as f32.
@@ -474,14 +504,8 @@ POOL3D_HD inline void SearchNcdhwF32(const Launch<int32_t>& g,
       for (int j = 0; j < V; ++j)
 #pragma unroll
         for (int tw = W::kW - 1; tw >= 0; --tw) {
-          const float v = val[j * W::sW + tw];
-          const bool r = real[j * W::sW + tw];
-          const int32_t t = (td * W::kH + th) * W::kW + tw;
-          if constexpr (kSelectOnly) {
-            best[j].tap = r && v == target[j] ? t : best[j].tap;
-          } else {
-            Take(&best[j], v, r, t);
-          }
+          StepLane<kSelectOnly>(&best[j], val[j * W::sW + tw], real[j * W::sW + tw],
+                            kSelectOnly ? target[j] : 0.0f, (td * W::kH + th) * W::kW + tw);
         }
     }
 }
@@ -507,14 +531,7 @@ POOL3D_HD inline void SearchNdhwcPairs(const Launch<int32_t>& g,
                                         int32_t h0, int32_t w0,
                                         const float* target, Best* best) {
   constexpr int N = V / 2;
-  uint32_t m[N], tap[N], want[N];
-#pragma unroll
-  for (int i = 0; i < N; ++i) {
-    m[i] = NegInf2<T>();
-    tap[i] = 0xffffffffu;  // -1, -1
-    if constexpr (kSelectOnly)
-      want[i] = uint32_t(Narrow<T>(target[2 * i])) | uint32_t(Narrow<T>(target[2 * i + 1])) << 16;
-  }
+  PackedSearch<T, N, kSelectOnly> search(target);
 #pragma unroll
   for (int td = W::kD - 1; td >= 0; --td)
 #pragma unroll
@@ -532,20 +549,10 @@ POOL3D_HD inline void SearchNdhwcPairs(const Launch<int32_t>& g,
 #pragma unroll
           for (int i = 0; i < N; ++i) x[i] = NegInf2<T>();
         }
-        const uint32_t t2 = uint32_t((td * W::kH + th) * W::kW + tw) * 0x10001u;
 #pragma unroll
-        for (int i = 0; i < N; ++i) {
-          const uint32_t take = ok ? (kSelectOnly ? EqMask2<T>(x[i], want[i]) : GeMask2<T>(x[i], m[i])) : 0u;
-          tap[i] = (t2 & take) | (tap[i] & ~take);
-          if constexpr (!kSelectOnly) m[i] = MaxNan2<T>(m[i], x[i]);
-        }
+        for (int i = 0; i < N; ++i) search.Step(i, x[i], ok ? ~0u : 0u, (td * W::kH + th) * W::kW + tw);
       }
-#pragma unroll
-  for (int j = 0; j < V; ++j) {
-    const uint32_t half = (j & 1) ? 16 : 0;
-    best[j].m = Wide<T>(uint16_t(m[j / 2] >> half));
-    best[j].tap = int32_t(int16_t(uint16_t(tap[j / 2] >> half)));
-  }
+  search.Finish(best);
 }
 
 // ---------------------------------------------------------------------------
@@ -582,14 +589,9 @@ POOL3D_HD inline void SearchNdhwcF32(const Launch<int32_t>& g,
         if (ok) LoadVec<M, V>(xp + ((d * g.H + h) * g.W + w) * g.C, x);
         const int32_t t = (td * W::kH + th) * W::kW + tw;
 #pragma unroll
-        for (int j = 0; j < V; ++j) {
-          const float v = ok ? Wide<T>(x[j]) : NegativeInfinity();
-          if constexpr (kSelectOnly) {
-            best[j].tap = ok && v == target[j] ? t : best[j].tap;
-          } else {
-            Take(&best[j], v, ok, t);
-          }
-        }
+        for (int j = 0; j < V; ++j)
+          StepLane<kSelectOnly>(&best[j], ok ? Wide<T>(x[j]) : NegativeInfinity(), ok,
+                            kSelectOnly ? target[j] : 0.0f, t);
       }
 }
 
