@@ -132,10 +132,10 @@ demo: $(STAMP)
 	$(PY) examples/demo.py
 
 bench: $(STAMP_BENCH)
-	$(PY_BENCH) bench/run.py
+	$(PY_BENCH) -m bench.run
 
 bench-quick: $(STAMP_BENCH)
-	$(PY_BENCH) bench/run.py --quick
+	$(PY_BENCH) -m bench.run --quick
 
 fixtures: $(STAMP)
 	$(PIP) install -e '.[fixtures]'
@@ -288,9 +288,9 @@ extras-check:
 # the same programs with the CUDA kernels, where their library is built). GPU_CUDA=12 or 13
 # (the lent H200 machine has JAX's CUDA 13 plugin; JAX publishes no CUDA 12 plugin for 0.12.1:
 # GPU_CUDA=12 needs GPU_JAX=0.12.0.1 or older). Run by hand; `make test` skips those tests.
-# gpu-check: the device check (scripts/gpu_check.py, docs/gpu.md "The device check"), on a
+# gpu-check: the device check (checks/device_check/, docs/gpu.md "The device check"), on a
 # machine with an NVIDIA GPU and JAX's CUDA plugin, with that machine's own Python
-# ($(GPU_CHECK_PYTHON)); results under $$OUT, else bench/results/gpu_check/. A CPU dry run:
+# ($(GPU_CHECK_PYTHON)); results under $$OUT, else build/gpu_check/. A CPU dry run:
 # `make gpu-check GPU_CHECK_ARGS=--platform=cpu`.
 .PHONY: gpu-compile-check gpu-check
 GPU_PYTHON       ?= $(PYTHON312)
@@ -314,7 +314,7 @@ gpu-compile-check: $(GPU_STAMP)
 	PYTHONPATH=$(CURDIR) JAX_PLATFORMS=cpu POOL3D_GPU_IMPL=pallas $(GPU_VENV)/bin/python scripts/gpu_compile_check.py
 
 gpu-check:
-	PYTHONPATH=$(CURDIR) $(GPU_CHECK_PYTHON) scripts/gpu_check.py $(GPU_CHECK_ARGS)
+	PYTHONPATH=$(CURDIR) $(GPU_CHECK_PYTHON) -m checks.device_check $(GPU_CHECK_ARGS)
 
 # gpu-model: the static speed budget, no GPU (checks/gpu_model.py; docs/gpu.md "The static speed model"):
 # the CUDA kernels' sm_90a SASS (the built library where fresh, else nvcc; cuobjdump and nvdisasm from the

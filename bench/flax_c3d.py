@@ -26,9 +26,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-import cases
-import rewritten
-from timing import blocking, measure
+from bench import cases, rewritten
+from bench.timing import blocking, measure
 
 FULL = {"batch": (4, 16, 56, 56, 3), "channels": (32, 64, 128, 128), "repeats": 7}
 QUICK = {"batch": (2, 4, 8, 8, 3), "channels": (4, 8), "repeats": 2}

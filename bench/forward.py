@@ -43,8 +43,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-import cases
-from timing import blocking, jax_call, measure
+from bench import cases
+from bench.timing import blocking, jax_call, measure
 
 try:
     import torch

@@ -32,10 +32,9 @@ from jax import lax
 from jaxlib.mlir import ir, passmanager
 
 import pool3d_pass
+from bench import models
+from bench.timing import Stats, measure_one
 from pool3d_pass.ir_context import make_context
-
-import models
-from timing import Stats, measure_one
 
 FULL = {"unet_input": (1, 1, 32, 32, 32), "unet_channels": (1, 8, 16, 32, 64),
         "blocks": 20, "scales": (1, 2, 5, 10), "repeats": 7, "unet_compile_repeats": 2,

@@ -51,10 +51,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-import cases
-import rewritten
+from bench import cases, rewritten
+from bench.timing import blocking, jax_call, measure
 from pool3d_pass.bindings import cpu as cpu_binding
-from timing import blocking, jax_call, measure
 
 try:
     import torch

@@ -1,10 +1,10 @@
 """Benchmarks of pool3d_pass: the kernel, a training step, and the pass itself.
 
-    python bench/run.py            # full run (make bench), 6-8 minutes on 2 cores
-    python bench/run.py --quick    # smoke run (make bench-quick): tiny shapes, one short table, 1-2 minutes
-    python bench/run.py --json out.json --only user,forward,pool,train,pass,flax
-    python bench/run.py --wait-load 1.0     # first wait (up to 10 min) for a quieter machine
-    python bench/run.py --table-from bench/results/latest.json   # reprint a stored run
+    python -m bench.run            # full run (make bench), 6-8 minutes on 2 cores
+    python -m bench.run --quick    # smoke run (make bench-quick): tiny shapes, one short table, 1-2 minutes
+    python -m bench.run --json out.json --only user,forward,pool,train,pass,flax
+    python -m bench.run --wait-load 1.0     # first wait (up to 10 min) for a quieter machine
+    python -m bench.run --table-from bench/results/latest.json   # reprint a stored run
 
 Prints Markdown tables (a smoke run: one table, a row per section: what ran,
 whether the results equal XLA's, its seconds) and writes every figure, with
@@ -40,11 +40,7 @@ import os
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-if HERE not in sys.path:
-    sys.path.insert(0, HERE)
-
-DEFAULT_JSON = os.path.join(HERE, "results", "latest.json")
+DEFAULT_JSON = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "latest.json")
 SECTIONS = ("user", "forward", "pool", "train", "pass", "flax")
 
 
@@ -64,7 +60,7 @@ def main(argv=None) -> int:
     parser.add_argument("--table-from", metavar="PATH", help="print the tables of a stored JSON run and exit")
     args = parser.parse_args(argv)
 
-    import tables
+    from bench import tables
 
     if args.table_from:
         with open(args.table_from) as f:
@@ -83,8 +79,7 @@ def main(argv=None) -> int:
             time.sleep(15)
 
     started = time.perf_counter()
-    import machine
-    import timing
+    from bench import machine, timing
 
     result: dict = {"mode": "quick" if args.quick else "full", "machine": machine.describe(), "sections": only,
                     "load_average": {"start": [round(v, 2) for v in os.getloadavg()]}}
@@ -101,37 +96,37 @@ def main(argv=None) -> int:
         bandwidth = result["copy_bandwidth"] = timing.copy_bandwidth(repeats=3 if args.quick else 5)
     if "user" in only:
         t0 = time.perf_counter()
-        import user_view
+        from bench import user_view
 
         result["user_view"] = user_view.run(args.quick, bandwidth["gb_per_s"], log=progress)
         section_s["user"] = time.perf_counter() - t0
     if "forward" in only:
         t0 = time.perf_counter()
-        import forward
+        from bench import forward
 
         result["forward"] = forward.run(args.quick, bandwidth["gb_per_s"], log=progress)
         section_s["forward"] = time.perf_counter() - t0
     if "pool" in only:
         t0 = time.perf_counter()
-        import pool_backward
+        from bench import pool_backward
 
         result["pool_backward"] = pool_backward.run(args.quick, bandwidth["gb_per_s"], log=progress)
         section_s["pool"] = time.perf_counter() - t0
     if "train" in only:
         t0 = time.perf_counter()
-        import train_step
+        from bench import train_step
 
         result["train_step"] = train_step.run(args.quick, log=progress)
         section_s["train"] = time.perf_counter() - t0
     if "pass" in only:
         t0 = time.perf_counter()
-        import pass_speed
+        from bench import pass_speed
 
         result["pass_speed"] = pass_speed.run(args.quick, log=progress)
         section_s["pass"] = time.perf_counter() - t0
     if "flax" in only:
         t0 = time.perf_counter()
-        import flax_c3d
+        from bench import flax_c3d
 
         result["flax_c3d"] = flax_c3d.run(args.quick, log=progress)
         section_s["flax"] = time.perf_counter() - t0

@@ -15,10 +15,8 @@ from __future__ import annotations
 import jax
 import numpy as np
 
-import cases
-import models
-import rewritten
-from timing import blocking, measure
+from bench import cases, models, rewritten
+from bench.timing import blocking, measure
 
 FULL = {"batch": (4, 1, 32, 64, 64), "channels": (1, 8, 16, 32), "repeats": 7}
 QUICK = {"batch": (2, 1, 8, 16, 16), "channels": (1, 4, 8, 8), "repeats": 2}

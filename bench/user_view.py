@@ -57,9 +57,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-import cases
-import rewritten
-from timing import blocking, jax_call, measure
+from bench import cases, rewritten
+from bench.timing import blocking, jax_call, measure
 
 try:
     import torch

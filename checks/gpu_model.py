@@ -16,7 +16,7 @@ launch has on the row. A launch's predicted time is
 
 warps = units / 32, counts per iteration, rates in warp-instructions per clock
 per SM (`Machine`). The rows (shape, job, byte floor, XLA:GPU's time) come from
-the newest stored device run, bench/results/gpu-*.jsonl: the floor's bytes are
+the newest stored device run, checks/device_check/results/gpu-*.jsonl: the floor's bytes are
 its floor_ms times its measured copy bandwidth. These are predictions, not
 measurements.
 
@@ -40,8 +40,7 @@ from pool3d_pass.contract import pooled_extent
 
 LAUNCH_US = 3.0  # per kernel: launch, ramp-up and tail of a grid that fills the GPU (an assumption)
 WARP = 32
-RESULTS_GLOB = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench", "results",
-                            "gpu-*.jsonl")
+RESULTS_GLOB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "device_check", "results", "gpu-*.jsonl")
 JOB_NAMES = ("gradient only", "forward + gradient", "inference")
 
 
@@ -52,7 +51,7 @@ class Machine:
     CUDA C++ Programming Guide's arithmetic-instruction table for compute capability 9.0 (64 lanes a clock for
     ALU and integer multiply-add, 16 for conversions and MUFU; float adds/fmas, 128 there, are counted at the
     integer rate); memory pipe 32 lanes a clock (the SM's 32 load/store units, H100 whitepaper); bandwidth:
-    the device-to-device copy measured in bench/results (H200) or its usual figure (H100)."""
+    the device-to-device copy measured in checks/device_check/results (H200) or its usual figure (H100)."""
 
     name: str
     sms: int
@@ -445,7 +444,7 @@ def kernel_lines(functions, rows: list[Row], machine: Machine) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gpu", choices=sorted(GPUS), default="h200", help="the machine model (default h200)")
-    parser.add_argument("--results", help="a stored device run (default: the newest bench/results/gpu-*.jsonl)")
+    parser.add_argument("--results", help="a stored device run (default: the newest checks/device_check/results/gpu-*.jsonl)")
     parser.add_argument("--cubin", action="append", help="read this cubin instead of building the kernels")
     parser.add_argument("--markdown", action="store_true", help="print the 1 GiB rows as a Markdown table only")
     args = parser.parse_args(argv)

@@ -1,9 +1,9 @@
 """Shared pytest configuration for tests/ (grouped by area: pass_/, kernels/, integration/,
 numerics/, cli/, bench/, checks/; helper modules in support/, inputs in fixtures/).
 
-* Puts ``support/`` on ``sys.path`` so test modules can ``from xla_runner import
-  run_stablehlo``, ``from contract_numpy import ...`` and ``from corpus import
-  FIXTURES, MANIFEST`` without a package.
+* Test modules import their helpers by name (``from xla_runner import
+  run_stablehlo``, ``from corpus import FIXTURES, MANIFEST``): pyproject.toml's
+  pytest ``pythonpath`` puts ``support/`` on the path.
 * Shared fixtures: ``cpu_kernels`` (the CPU kernels registered: a broken build
   fails there, never skips) and ``switch_off`` (the process-wide
   ``pool3d_pass.enable()`` switch off before and after a test); a module asks
@@ -26,14 +26,8 @@ numerics/, cli/, bench/, checks/; helper modules in support/, inputs in fixtures
 from __future__ import annotations
 
 import os
-import sys
-from pathlib import Path
 
 import pytest
-
-_SUPPORT = str(Path(__file__).resolve().parent / "support")
-if _SUPPORT not in sys.path:
-    sys.path.insert(0, _SUPPORT)
 
 
 @pytest.fixture(scope="session")

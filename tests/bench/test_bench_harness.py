@@ -8,9 +8,9 @@
 * the Flax C3D section (quick shapes) rewrites the pools of its train step,
   leaves its inference step's to XLA (the cpu speed rule), and gets XLA's
   results;
-* a stored reference run still renders (`bench/run.py --table-from`), and
+* a stored reference run still renders (`python -m bench.run --table-from`), and
   the same run marked a smoke run (`--quick`) renders with no target verdicts;
-* `kernel_ab.summarize` takes each library's best over its processes, its
+* `checks.kernel_ab.summarize` takes each library's best over its processes, its
   spread, and flags results that differ between libraries.
 """
 
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from functools import partial
 
 import jax
@@ -26,18 +25,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from corpus import ROOT  # noqa: E402
+from bench import cases, forward, rewritten, tables
+from checks import kernel_ab
+from corpus import ROOT
+from pool3d_pass.bindings import reference
 
 BENCH = ROOT / "bench"
-sys.path.insert(0, str(BENCH))
-
-import cases  # noqa: E402
-import forward  # noqa: E402
-import kernel_ab  # noqa: E402
-import rewritten  # noqa: E402
-import tables  # noqa: E402
-
-from pool3d_pass.bindings import reference  # noqa: E402
 
 try:
     import torch
@@ -90,7 +83,7 @@ def test_census_counts_the_rewritten_call_and_xlas_ops():
 
 
 def test_user_view_job_agrees_with_xla():
-    import user_view
+    from bench import user_view
 
     case = SMALL[1]
     x_np, g_np = cases.inputs(case)
@@ -105,7 +98,7 @@ def test_user_view_job_agrees_with_xla():
 
 def test_flax_c3d_steps_are_rewritten_with_xlas_results():
     pytest.importorskip("flax", reason="flax is not in this environment (the pass-level venv)")
-    import flax_c3d
+    from bench import flax_c3d
 
     record = flax_c3d.run_precision("bf16", flax_c3d.QUICK, log=lambda _: None)
     levels = len(flax_c3d.QUICK["channels"])
@@ -131,7 +124,7 @@ def test_stored_reference_run_renders():
         result = json.loads(path.read_text())
         text = tables.render(result)
         assert "Targets" in text, path
-        # each section the run holds is rendered (a run of some sections: bench/run.py --only)
+        # each section the run holds is rendered (a run of some sections: python -m bench.run --only)
         if "pool_backward" in result:
             assert "Max-pool backward" in text, path
         if "forward" in result:

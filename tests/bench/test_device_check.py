@@ -1,4 +1,4 @@
-"""The GPU device check's harness (scripts/gpu_check.py, bench/device_check/): what a lent machine's run relies on.
+"""The GPU device check's harness (checks/device_check/): what a lent machine's run relies on.
 
 * the writer appends every record as a complete JSON line, and a line cut
   by a kill is dropped when read back;
@@ -28,17 +28,14 @@ import time
 
 import pytest
 
-from corpus import ROOT  # noqa: E402
-
-sys.path.insert(0, str(ROOT / "bench"))
-
-from device_check import summary  # noqa: E402
-from device_check.record import JSONL, Budget, Recorder, read_records  # noqa: E402
-from device_check.timing import device_cases  # noqa: E402
+from checks.device_check import speed_table, summary
+from checks.device_check.record import JSONL, Budget, Recorder, read_records
+from checks.device_check.timing import device_cases
+from corpus import ROOT
 
 pytestmark = pytest.mark.gpu
 
-SCRIPT = ROOT / "scripts" / "gpu_check.py"
+CHECK = [sys.executable, "-m", "checks.device_check"]  # PYTHONPATH=ROOT in its environment
 
 
 def test_records_are_appended_as_complete_json_lines(tmp_path):
@@ -85,7 +82,7 @@ def test_timed_shapes_span_the_size_classes():
 def _dry_run(out, budget_s, stages):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     env.pop("OUT", None)
-    return [sys.executable, str(SCRIPT), "--platform", "cpu", "--no-torch", "--out", str(out),
+    return [*CHECK, "--platform", "cpu", "--no-torch", "--out", str(out),
             "--budget-s", str(budget_s), "--stages", stages], env
 
 
@@ -127,7 +124,7 @@ def test_a_run_killed_part_way_keeps_valid_json_lines(tmp_path):
 def test_cuda_results_must_equal_the_cpu_kernels_bit_for_bit():
     import numpy as np
 
-    from device_check.numerics import compare
+    from checks.device_check.numerics import compare
 
     y = np.array([1.0, np.nan, -0.0], np.float32)
     got = {"y": y, "y_only": y, "index": np.array([0, -1, 2], np.int16), "from_indices": y, "backward": y,
@@ -146,7 +143,7 @@ def test_unwritten_elements_are_those_holding_both_poisons():
     import ml_dtypes
     import numpy as np
 
-    from device_check import poison
+    from checks.device_check import poison
 
     for dtype in (np.dtype(np.float32), np.dtype(ml_dtypes.bfloat16), np.dtype(np.float16), np.dtype(np.int16)):
         unsigned = np.dtype(f"u{dtype.itemsize}")
@@ -159,7 +156,7 @@ def test_unwritten_elements_are_those_holding_both_poisons():
 
 
 def test_plain_entry_reads_the_compiled_programs_form():
-    from device_check.poison import hlo_op, plain_entry
+    from checks.device_check.poison import hlo_op, plain_entry
 
     assert hlo_op("  ROOT %c = (f32[2]{0}, s16[2]{0}) custom-call(%x), custom_call_target=\"t\"") == "custom-call"
     assert hlo_op("  %x = f32[4]{0} parameter(0)") == "parameter"
@@ -186,7 +183,7 @@ def test_poisoned_buffers_reach_an_ffi_kernel_and_expose_a_kernel_that_writes_no
     import jax
     import numpy as np
 
-    from device_check import poison
+    from checks.device_check import poison
 
     cpu = _cpu_calls()
     attrs = dict(kernel_size=(2, 2, 2), stride=(2, 2, 2), padding=(0, 0, 0), data_format="NCDHW")
@@ -205,7 +202,7 @@ def test_poisoned_buffers_reach_an_ffi_kernel_and_expose_a_kernel_that_writes_no
         return program(poison.filled((1, 2, 2, 2, 2), np.float32, byte), x)
 
     assert poison.unwritten(writes_nothing(poison.PATTERNS[0]), writes_nothing(poison.PATTERNS[1]), np.float32) == 16
-    problems, notes = __import__("device_check.numerics", fromlist=["x"]).poison_problems(
+    problems, notes = __import__("checks.device_check.numerics", fromlist=["x"]).poison_problems(
         {"forward": {"unwritten": 16, "reached": True}, "from_input": {"unwritten": 0, "reached": False}}, True)
     assert problems == ["forward: 16 elements left unwritten (poison survived both runs)",
                         "poisoned result buffers did not reach the kernel for from_input "
@@ -218,7 +215,7 @@ def test_the_int64_case_expectations_match_the_reference():
     import jax.numpy as jnp
     import numpy as np
 
-    from device_check.numerics import int64_expected, int64_expected_dx
+    from checks.device_check.numerics import int64_expected, int64_expected_dx
     from pool3d_pass.bindings import reference
 
     attrs = dict(kernel_size=(2, 2, 2), stride=(2, 2, 2), padding=(0, 0, 0), data_format="NDHWC")
@@ -246,7 +243,7 @@ def _span(pid, tid, name, us, **args):
 
 
 def test_the_trace_parser_splits_device_time_by_kernel_class():
-    from device_check.trace import device_split
+    from checks.device_check.trace import device_split
 
     events = [
         _meta(1, "/host:CPU"), _meta(1, "python", 10),
@@ -271,7 +268,7 @@ def test_the_trace_parser_splits_device_time_by_kernel_class():
 
 
 def test_a_trace_without_a_device_says_so():
-    from device_check.trace import device_split
+    from checks.device_check.trace import device_split
 
     host_only = [_meta(1, "/host:CPU"), _meta(1, "python", 10), _span(1, 10, "PjitFunction(f)", 100.0)]
     assert device_split(host_only) == {"device_events": 0, "ms": dict.fromkeys(
@@ -289,7 +286,7 @@ def test_a_profiled_cpu_program_gives_a_split_with_no_device_events(tmp_path):
     import jax
     import jax.numpy as jnp
 
-    from device_check.trace import profile
+    from checks.device_check.trace import profile
 
     split = profile(jax.jit(lambda x: (x @ x).sum()), (jnp.ones((64, 64)),), 2, tmp_path)
     assert split["steps"] == 2 and split["trace_files"] and split["device_events"] == 0
@@ -300,7 +297,7 @@ def test_a_profiled_cpu_program_gives_a_split_with_no_device_events(tmp_path):
 
 
 def test_c3d_pool_rows_are_the_models_own_shapes():
-    from device_check.timing import c3d_cases
+    from checks.device_check.timing import c3d_cases
 
     rows = c3d_cases(dry_run=False)
     bf16 = [(t.c3d, t.case.shape, t.case.kernel) for t in rows if t.case.dtype == "bfloat16"]
@@ -310,7 +307,7 @@ def test_c3d_pool_rows_are_the_models_own_shapes():
 
 
 def test_sanitizer_verdicts():
-    from device_check.sanitizer import ERROR_EXIT, verdict
+    from checks.device_check.sanitizer import ERROR_EXIT, verdict
 
     clean = "calls ok: 80\n========= ERROR SUMMARY: 0 errors\n"
     assert verdict(0, clean, sanitized=True)["status"] == "pass"
@@ -328,7 +325,7 @@ def test_sanitizer_verdicts():
 
 
 def test_variants_record_the_fastest_per_row(tmp_path):
-    from device_check import variants
+    from checks.device_check import variants
 
     rec = Recorder(tmp_path, "variants")
     seen = []
@@ -355,7 +352,7 @@ def test_a_variant_child_runs_with_its_variables(tmp_path):
     """The dry run of one variant's process: it times its row and records the variables it ran with."""
     env = dict(os.environ, PYTHONPATH=str(ROOT), POOL3D_CHECK_STAGE_S="60", POOL3D_CUDA_THREADS="128",
                POOL3D_GPU_INTERPRET="1", JAX_PLATFORMS="cpu")
-    command = [sys.executable, str(SCRIPT), "--stage", "variants", "--variant", "128 threads, vector",
+    command = [*CHECK, "--stage", "variants", "--variant", "128 threads, vector",
                "--platform", "cpu", "--no-torch", "--out", str(tmp_path)]
     result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=180)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
@@ -364,24 +361,21 @@ def test_a_variant_child_runs_with_its_variables(tmp_path):
     assert timed[0]["env"]["POOL3D_CUDA_THREADS"] == "128" and timed[0]["ms"]["min_ms"] > 0
 
 
-# --- the measured table keyed by GPU model (scripts/gpu_speed_table.py) ---------------------------
+# --- the measured table keyed by GPU model (scripts/speed_table.py) ---------------------------
 
 
 def test_the_speed_table_is_keyed_by_implementation_and_gpu_model():
-    sys.path.insert(0, str(ROOT / "scripts"))
-    import gpu_speed_table
-
     machine = {"kind": "machine", "device_kind": "NVIDIA H100 80GB HBM3", "implementation": "cuda", "jax": "0.11.2"}
     timing = {"kind": "timing", "job": "gradient only", "layout": "NDHWC", "dtype": "bfloat16", "overlap": False,
               "size_class": "large", "xla_over_pool3d": 2.345, "problems": []}
     c3d = dict(timing, c3d="pool1", xla_over_pool3d=9.0)  # a C3D pool row: the model's shape, not a class
     rows = [machine, timing, c3d]
-    assert gpu_speed_table.key_of(rows, None) == ("cuda", "NVIDIA H100 80GB HBM3")
-    assert gpu_speed_table.key_of(rows, "pallas") == ("pallas", "NVIDIA H100 80GB HBM3")
-    assert isinstance(gpu_speed_table.key_of([dict(machine, dry_run=True)], None), str)
-    assert gpu_speed_table.ratios_of(rows) == {("NDHWC", "bf16", False, "large"): {"gradient only": 2.35}}
+    assert speed_table.key_of(rows, None) == ("cuda", "NVIDIA H100 80GB HBM3")
+    assert speed_table.key_of(rows, "pallas") == ("pallas", "NVIDIA H100 80GB HBM3")
+    assert isinstance(speed_table.key_of([dict(machine, dry_run=True)], None), str)
+    assert speed_table.ratios_of(rows) == {("NDHWC", "bf16", False, "large"): {"gradient only": 2.35}}
     key = ("cuda", "NVIDIA H100 80GB HBM3")
-    text = gpu_speed_table.render({key: {"file": "x.jsonl", "jax": "0.11.2"}}, {key: gpu_speed_table.ratios_of(rows)})
+    text = speed_table.render({key: {"file": "x.jsonl", "jax": "0.11.2"}}, {key: speed_table.ratios_of(rows)})
     namespace = {}
     exec(compile(text, "measured.py", "exec"), namespace)  # noqa: S102 - the generated module, read back
     assert namespace["RATIOS"][key][("NDHWC", "bf16", False, "large")] == {"gradient only": 2.35}

@@ -24,8 +24,7 @@ import subprocess
 
 import pytest
 
-sass = pytest.importorskip("checks.sass", reason="checks/ is importable from the repository root only")
-gpu_model = pytest.importorskip("checks.gpu_model", reason="checks/ is importable from the repository root only")
+from checks import gpu_model, sass
 
 pytestmark = pytest.mark.gpu
 
@@ -240,7 +239,7 @@ def test_the_newest_run_of_the_chosen_gpu_is_read(tmp_path, monkeypatch):
 def rows():
     path = gpu_model.newest_results()
     if path is None:
-        pytest.skip("no stored device run in bench/results")
+        pytest.skip("no stored device run in checks/device_check/results")
     return gpu_model.load_rows(path)
 
 

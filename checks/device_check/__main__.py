@@ -1,7 +1,7 @@
 """The device check of the gpu binding, in one shot within a fixed time budget (`make gpu-check`).
 
-    PYTHONPATH=. python3 scripts/gpu_check.py [--out DIR] [--budget-s 450]
-    PYTHONPATH=. python3 scripts/gpu_check.py --platform cpu          (dry run, no GPU)
+    python3 -m checks.device_check [--out DIR] [--budget-s 450]     (from the repository root)
+    python3 -m checks.device_check --platform cpu                    (dry run, no GPU)
 
 On a machine with an NVIDIA GPU and JAX's CUDA plugin (no internet, no pip
 needed), these stages in this order, each in its own process with its share
@@ -26,7 +26,7 @@ least their floor (REQUIRED_S), whatever the budget:
                device time split by kernel class (jax.profiler)
 
 Every result is appended to DIR/gpu_check.jsonl and DIR/gpu_check.md as it is
-produced (DIR: --out, else $OUT, else bench/results/gpu_check), so a run
+produced (DIR: --out, else $OUT, else build/gpu_check), so a run
 killed part-way keeps what finished. A stage that would overrun its share
 skips what does not fit and records it as skipped. A summary of at most
 11,000 characters is printed last and written to DIR/gpu_check.log's end.
@@ -49,11 +49,10 @@ import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
+from checks.device_check import summary
+from checks.device_check.record import Budget, Recorder, read_records
 
-from device_check import summary  # noqa: E402
-from device_check.record import Budget, Recorder, read_records  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 # Each stage's share of the budget (what one leaves unused goes to the next), in running order.
 STAGES = {"numerics": 0.15, "int64": 0.06, "sanitizer": 0.17, "jobs": 0.04, "partitioned": 0.03,
@@ -65,11 +64,11 @@ GRACE_S = 20.0  # a stage may overrun its share by one item; past this it is kil
 
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m checks.device_check", description=__doc__.split("\n\n")[0])
     parser.add_argument("--platform", choices=("gpu", "cpu"), default="gpu",
                         help="gpu: the device check; cpu: a dry run in interpret mode (no GPU)")
     parser.add_argument("--out", type=Path, default=None,
-                        help="results folder (default: $OUT, else bench/results/gpu_check)")
+                        help="results folder (default: $OUT, else build/gpu_check)")
     parser.add_argument("--budget-s", type=float, default=450.0, help="the whole run's time budget")
     parser.add_argument("--stages", default=",".join(STAGES), help="comma-separated subset of " + ",".join(STAGES))
     parser.add_argument("--rounds", type=int, default=None, help="timed rounds per variant (default 5; dry run 2)")
@@ -86,7 +85,7 @@ def out_dir(args) -> Path:
         return args.out
     if os.environ.get("OUT"):
         return Path(os.environ["OUT"])
-    return ROOT / "bench" / "results" / "gpu_check"
+    return ROOT / "build" / "gpu_check"
 
 
 # --- one stage, in its own process -----------------------------------------------
@@ -146,7 +145,7 @@ def run_stage(args, seconds: float) -> int:
                    python=platform_module.python_version(), dry_run=dry_run,
                    torch=None if torch is None else torch.__version__,
                    torch_device=torch.cuda.get_device_name(0) if torch is not None and not dry_run else None)
-        from device_check import numerics
+        from checks.device_check import numerics
         from pool3d_pass.bindings import reference
         from pool3d_pass.bindings.gpu import calls
 
@@ -155,20 +154,20 @@ def run_stage(args, seconds: float) -> int:
         cpu = numerics.cpu_kernels() if implementation() == "cuda" else None
         return CHECK_FAILED if numerics.run(rec, budget, calls, reference, _log, cpu, dry_run) else 0
     if args.stage == "int64":
-        from device_check import numerics
+        from checks.device_check import numerics
         from pool3d_pass.bindings.gpu import calls
 
         return CHECK_FAILED if numerics.run_int64(rec, budget, calls, _log, dry_run) else 0
     if args.stage == "sanitizer":
-        from device_check import sanitizer
+        from checks.device_check import sanitizer
 
         return CHECK_FAILED if sanitizer.run(rec, budget, dry_run, _log) else 0
     if args.stage == "partitioned":
-        from device_check import partitioned
+        from checks.device_check import partitioned
 
         return CHECK_FAILED if partitioned.run(rec, budget, _log, dry_run) else 0
     if args.stage == "variants":
-        from device_check import variants
+        from checks.device_check import variants
 
         if args.variant is not None:
             variants.child(rec, budget, dry_run, _log, rounds, args.variant)
@@ -176,17 +175,17 @@ def run_stage(args, seconds: float) -> int:
         variants.run(rec, budget, lambda name, env, seconds: _run_child(args, "variants", seconds, env, name), _log)
         return 0
     if args.stage == "jobs":
-        import cases
-        from device_check import jobs
+        from bench import cases
+        from checks.device_check import jobs
 
         case_list = [cases.QUICK_CASES[i] for i in ((0, 1) if dry_run else (0, 1, 3, 6))]
         return CHECK_FAILED if jobs.run(rec, budget, case_list, _log, dry_run) else 0
     if args.stage == "timing":
-        from device_check import timing
+        from checks.device_check import timing
 
         timing.run(rec, budget, torch, dry_run, _log, rounds)
         return 0
-    from device_check import model
+    from checks.device_check import model
 
     model.run(rec, budget, dry_run, _log, rounds)
     return 0
@@ -198,7 +197,7 @@ def run_stage(args, seconds: float) -> int:
 def _run_child(args, stage: str, seconds: float, extra_env=None, variant: str | None = None):
     """Run `stage` (or one variant of it) in its own process with `seconds`; exit status or "killed"."""
     out = out_dir(args)
-    command = [sys.executable, str(Path(__file__).resolve()), "--stage", stage, "--platform", args.platform,
+    command = [sys.executable, "-m", "checks.device_check", "--stage", stage, "--platform", args.platform,
                "--out", str(out)] + (["--no-torch"] if args.no_torch else []) + \
               (["--rounds", str(args.rounds)] if args.rounds else []) + (["--variant", variant] if variant else [])
     env = dict(os.environ, **(extra_env or {}), POOL3D_CHECK_STAGE_S=str(seconds),

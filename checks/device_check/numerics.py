@@ -105,7 +105,7 @@ def poisoned_program(module, attrs, x_shape, x_dtype, device=None):
     """
     import jax
 
-    from device_check import poison
+    from checks.device_check import poison
 
     out = tuple((n + 2 * p - k) // s + 1 for n, k, s, p in zip(
         _spatial(x_shape, attrs["data_format"]), attrs["kernel_size"], attrs["stride"], attrs["padding"]))
@@ -299,7 +299,7 @@ def run_int64(rec, budget, calls_module, log, dry_run: bool = False) -> int:
     import jax
     import jax.numpy as jnp
 
-    from device_check import poison
+    from checks.device_check import poison
 
     shape = INT64_DRY_RUN_SHAPE if dry_run else INT64_SHAPE
     elements = int(np.prod(shape))

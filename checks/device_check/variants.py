@@ -41,7 +41,7 @@ def rows(dry_run: bool) -> list:
 
     The dry run (interpret-mode compiles take seconds each): the first row's gradient alone.
     """
-    from device_check.timing import device_cases
+    from checks.device_check.timing import device_cases
 
     timed = device_cases(dry_run)
     if dry_run:
@@ -53,10 +53,10 @@ def child(rec, budget, dry_run: bool, log, rounds: int, variant: str) -> None:
     """In the variant's own process: time each row with pool3d_pass.jit (indices); one record per row."""
     import jax
 
-    import cases
     import pool3d_pass
-    from device_check.jobs import job_function, kernel_calls, not_rewritten
-    from device_check.timing import _jax_sets, _jax_timer, measure
+    from bench import cases
+    from checks.device_check.jobs import job_function, kernel_calls, not_rewritten
+    from checks.device_check.timing import _jax_sets, _jax_timer, measure
     from pool3d_pass.bindings.gpu.binding import implementation
 
     per_item = 3.0
@@ -100,7 +100,7 @@ def best(records: list[dict]) -> list[dict]:
 
 def run(rec, budget, run_child, log) -> None:
     """Each variant in its own process (`run_child(variant, env, seconds)` -> exit status or "killed")."""
-    from device_check.record import read_records
+    from checks.device_check.record import read_records
 
     names = list(VARIANTS)
     for i, name in enumerate(names):

@@ -27,8 +27,8 @@ import time
 
 import numpy as np
 
-import cases
-from device_check.jobs import job_function, kernel_calls, not_rewritten
+from bench import cases
+from checks.device_check.jobs import job_function, kernel_calls, not_rewritten
 
 JOBS = ("gradient only", "inference", "forward + gradient", "forward alone")
 # pool3d_pass.jit's strategies timed per job: recompute only where it differs most (no forward to reuse).
@@ -111,8 +111,8 @@ def model_pools(net, batch_shape) -> list[tuple]:
 
 def c3d_cases(dry_run: bool) -> list[Timed]:
     """C3D's pools (NDHWC) at the model stage's batch and channels, bf16 and f32 activations."""
-    import flax_c3d
-    from device_check.model import DEVICE, DRY_RUN
+    from bench import flax_c3d
+    from checks.device_check.model import DEVICE, DRY_RUN
 
     cfg = DRY_RUN if dry_run else DEVICE
     out = []

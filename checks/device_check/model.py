@@ -18,9 +18,9 @@ import time
 
 import numpy as np
 
-from device_check import trace
-from device_check.jobs import kernel_calls
-from device_check.timing import _jax_timer, measure
+from checks.device_check import trace
+from checks.device_check.jobs import kernel_calls
+from checks.device_check.timing import _jax_timer, measure
 
 DEVICE = {"batch": (8, 16, 112, 112, 3), "channels": (64, 128, 256, 256)}
 DRY_RUN = {"batch": (1, 4, 8, 8, 3), "channels": (4, 8)}
@@ -31,9 +31,8 @@ def run(rec, budget, dry_run: bool, log, rounds: int) -> None:
     import jax.numpy as jnp
     import optax
 
-    import cases
-    import flax_c3d
     import pool3d_pass
+    from bench import cases, flax_c3d
 
     cfg = DRY_RUN if dry_run else DEVICE
     for name in ("bf16", "f32"):

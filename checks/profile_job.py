@@ -1,9 +1,9 @@
 """Run one section-1 job in a loop, for a profiler: where does pool3d_pass.jit's time go?
 
-    python bench/profile_job.py --case 0 --job gradient --variant pool3d --seconds 10
-    perf record -g -o /tmp/p.data -- .venv/bin/python bench/profile_job.py --case 2 --job both
+    python -m checks.profile_job --case 0 --job gradient --variant pool3d --seconds 10
+    perf record -g -o /tmp/p.data -- .venv/bin/python -m checks.profile_job --case 2 --job both
     perf report -i /tmp/p.data --stdio --no-children --sort dso,sym | head -60
-    python bench/profile_job.py --case 0 --job both --hlo      # the entry computation XLA compiled
+    python -m checks.profile_job --case 0 --job both --hlo      # the entry computation XLA compiled
 
 --case indexes bench/cases.FULL_CASES (QUICK_CASES with --quick); --job is
 "gradient" (gradient only) or "both" (forward + gradient); --variant is
@@ -19,10 +19,6 @@ import os
 import re
 import sys
 import time
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-if HERE not in sys.path:
-    sys.path.insert(0, HERE)
 
 
 def entry_computation(text: str) -> str:
@@ -45,9 +41,7 @@ def main(argv=None) -> int:
     import jax
     import jax.numpy as jnp
 
-    import cases
-    import rewritten
-    import user_view
+    from bench import cases, rewritten, user_view
 
     case = (cases.QUICK_CASES if args.quick else cases.FULL_CASES)[args.case]
     job = user_view.JOBS[0 if args.job == "gradient" else 1]

@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from device_check.jobs import JOBS, job_function, kernel_calls, not_rewritten
-from device_check.numerics import max_diff, same_bits
+from checks.device_check.jobs import JOBS, job_function, kernel_calls, not_rewritten
+from checks.device_check.numerics import max_diff, same_bits
 
 FORMS = ("NamedSharding", "shard_map")
 
 
 def _cases(dry_run: bool):
-    import cases
+    from bench import cases
 
     shape = (2, 8, 8, 8, 4) if dry_run else (4, 16, 32, 32, 32)  # NDHWC, batch sharded
     return [cases.Case(shape, (2, 2, 2), (2, 2, 2), (0, 0, 0), layout="NDHWC", dtype="float32"),
@@ -49,8 +49,8 @@ def run(rec, budget, log, dry_run: bool) -> int:
     from jax.sharding import Mesh, NamedSharding
     from jax.sharding import PartitionSpec as P
 
-    import cases
     import pool3d_pass
+    from bench import cases
 
     mesh = Mesh(np.array(jax.devices()[:1]), ("data",))
     sharding = NamedSharding(mesh, P("data"))

@@ -14,7 +14,7 @@ import re
 
 import numpy as np
 
-from device_check.numerics import max_diff, same_bits
+from checks.device_check.numerics import max_diff, same_bits
 
 JOBS = ("gradient only", "forward + gradient", "inference")
 STRATEGIES = ("indices", "recompute")
@@ -40,7 +40,7 @@ def not_rewritten(hlo_text: str, job: str, dry_run: bool = False) -> str | None:
 
 
 def job_function(job: str, pool):
-    import cases
+    from bench import cases
 
     return pool if job == "inference" else cases.jax_job(job, pool)
 
@@ -55,8 +55,8 @@ def run(rec, budget, case_list, log, dry_run: bool, strategies=STRATEGIES) -> in
     import jax
     import jax.numpy as jnp
 
-    import cases
     import pool3d_pass
+    from bench import cases
 
     failures, per_case = 0, 10.0
     for case in case_list:

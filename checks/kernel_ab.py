@@ -1,8 +1,8 @@
 """Two builds of the CPU kernels against each other, and how much one build moves on its own.
 
-    python bench/kernel_ab.py --lib build/a.so --lib build/b.so            # A/B
-    python bench/kernel_ab.py --lib build/a.so --lib build/a.so            # A/A: the noise
-    python bench/kernel_ab.py --lib build/a.so --lib build/b.so --cases 3,9 --rounds 4 --repeats 20
+    python -m checks.kernel_ab --lib build/a.so --lib build/b.so            # A/B
+    python -m checks.kernel_ab --lib build/a.so --lib build/a.so            # A/A: the noise
+    python -m checks.kernel_ab --lib build/a.so --lib build/b.so --cases 3,9 --rounds 4 --repeats 20
 
 A library from the current sources, with the package's own flags (CMakePresets.json's
 `cpu` preset; CXXFLAGS at the first configure adds to them):
@@ -34,10 +34,7 @@ import subprocess
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-if HERE not in sys.path:
-    sys.path.insert(0, HERE)
-
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the children import bench and checks from here
 CALLS = ("forward", "forward_output", "from_indices", "from_input")
 
 
@@ -49,8 +46,8 @@ def child(case_indices: list[int], repeats: int) -> dict:
     import jax.numpy as jnp
     import numpy as np
 
-    import cases
-    from timing import settle
+    from bench import cases
+    from bench.timing import settle
 
     from pool3d_pass.bindings import cpu
 
@@ -141,7 +138,7 @@ def main(argv=None) -> int:
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
 
-    import cases
+    from bench import cases
 
     indices = [int(i) for i in args.cases.split(",")] if args.cases else list(range(len(cases.FULL_CASES)))
     if args.child:
@@ -158,8 +155,9 @@ def main(argv=None) -> int:
         for label, path in zip(labels, args.lib):
             print(f"round {r + 1}/{args.rounds}: {label}", file=sys.stderr)
             env = dict(os.environ, POOL3D_KERNEL_LIBRARY=os.path.abspath(path))
-            done = subprocess.run([sys.executable, __file__, "--child", "--cases", ",".join(map(str, indices)),
-                                   "--repeats", str(args.repeats)], env=env, capture_output=True, text=True)
+            done = subprocess.run([sys.executable, "-m", "checks.kernel_ab", "--child", "--cases",
+                                   ",".join(map(str, indices)), "--repeats", str(args.repeats)],
+                                  env=env, cwd=ROOT, capture_output=True, text=True)
             if done.returncode != 0:
                 print(done.stderr[-4000:], file=sys.stderr)
                 return done.returncode

@@ -1,6 +1,6 @@
 """Stage "sanitizer": the gpu binding's calls on small shapes under compute-sanitizer memcheck and racecheck.
 
-`sanitize_calls.py` (beside this file) runs every call kind of the gpu
+`sanitize_calls.py` (`python -m checks.device_check.sanitize_calls`) runs every call kind of the gpu
 binding on a handful of small shapes (non-overlapping, C3D's (1,2,2),
 k3 s2 p1, a generic window; both layouts; f32 and bf16; an odd channel
 count so vector and scalar paths both run) and prints "calls ok: N" at its
@@ -37,10 +37,8 @@ import shutil
 import signal
 import subprocess
 import sys
-from pathlib import Path
 
 TOOLS = ("memcheck", "racecheck")
-SCRIPT = Path(__file__).resolve().with_name("sanitize_calls.py")
 ERROR_EXIT = 86
 ENV = {"XLA_PYTHON_CLIENT_ALLOCATOR": "platform", "XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
 OK_LINE = re.compile(r"^calls ok: (\d+)$", re.M)
@@ -59,7 +57,7 @@ def find_sanitizer() -> str | None:
 
 
 def command(sanitizer: str | None, tool: str | None) -> list[str]:
-    script = [sys.executable, str(SCRIPT)]
+    script = [sys.executable, "-m", "checks.device_check.sanitize_calls"]  # the stage's PYTHONPATH holds the root
     if sanitizer is None or tool is None:
         return script + ["--quick"]
     return [sanitizer, "--tool", tool, "--error-exitcode", str(ERROR_EXIT), "--print-limit", "30",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from device_check.timing import TABLE_HEADER, table_row
+from checks.device_check.timing import TABLE_HEADER, table_row
 
 LIMIT = 11_000
 
@@ -65,7 +65,7 @@ def render(rows: list[dict]) -> str:
             lines.append(f"  {r['case']} / {r['job']}: {cells}; fastest {r['fastest']}")
     for r in rows:
         if r["kind"] == "model_split":
-            from device_check.model import split_text
+            from checks.device_check.model import split_text
 
             lines.append(f"model split {r['model']} / {r['program']} (step {r['step_min_ms']:.2f} ms): "
                          f"{split_text(r)}")

@@ -1,6 +1,0 @@
-"""The gpu binding's device check (scripts/gpu_check.py), one module per stage.
-
-Stages run in separate processes under one time budget and append every
-result as it is produced (record.py), so a run killed at a lent machine's
-limit, or broken by one bad launch, keeps what it measured.
-"""
