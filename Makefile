@@ -283,7 +283,7 @@ extras-check:
 # its own venv $(GPU_VENV) (the CUDA plugin must not reach the main venvs: JAX would try
 # to start it in every test). Installs JAX $(GPU_JAX), jax-cuda$(GPU_CUDA)-plugin/-pjrt of that
 # version and the CUDA $(GPU_CUDA) nvcc wheel (ptxas), then runs tests/integration/test_gpu_deviceless.py
-# there and compiles every rewritten bench program (scripts/gpu_compile_check.py: the Pallas
+# there and compiles every rewritten bench program (checks/gpu_compile_check.py: the Pallas
 # kernels' Triton calls, ptxas registers, no spills; tests/integration/test_cuda_deviceless.py:
 # the same programs with the CUDA kernels, where their library is built). GPU_CUDA=12 or 13
 # (the lent H200 machine has JAX's CUDA 13 plugin; JAX publishes no CUDA 12 plugin for 0.12.1:
@@ -311,7 +311,7 @@ $(GPU_STAMP):
 
 gpu-compile-check: $(GPU_STAMP)
 	PYTHONPATH=$(CURDIR) JAX_PLATFORMS=cpu $(GPU_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/integration/test_gpu_deviceless.py tests/integration/test_cuda_deviceless.py
-	PYTHONPATH=$(CURDIR) JAX_PLATFORMS=cpu POOL3D_GPU_IMPL=pallas $(GPU_VENV)/bin/python scripts/gpu_compile_check.py
+	PYTHONPATH=$(CURDIR) JAX_PLATFORMS=cpu POOL3D_GPU_IMPL=pallas $(GPU_VENV)/bin/python -m checks.gpu_compile_check
 
 gpu-check:
 	PYTHONPATH=$(CURDIR) $(GPU_CHECK_PYTHON) -m checks.device_check $(GPU_CHECK_ARGS)

@@ -15,14 +15,12 @@ tests/pass_/test_cuda_binding.py's.
 from __future__ import annotations
 
 import re
-import sys
-from pathlib import Path
 
 import pytest
 
-from pool3d_pass.bindings.gpu import cuda_library, deviceless
+from checks import deviceless
+from pool3d_pass.bindings.gpu import cuda_library
 
-ROOT = Path(__file__).resolve().parents[2]
 MISSING = deviceless.missing_wheels() or cuda_library.unavailable()
 pytestmark = [pytest.mark.skipif(MISSING is not None, reason=f"deviceless H200 compile of the CUDA kernels skipped: {MISSING}"), pytest.mark.gpu]
 JOBS = ("forward + gradient", "gradient only")
@@ -33,14 +31,6 @@ EXPECTED = {
     ("recompute", "forward + gradient"): {"pool3d.max_pooling_3d_backward"},
     ("recompute", "gradient only"): {"pool3d.max_pooling_3d_backward"},
 }
-
-
-def _cases():
-    if str(ROOT / "bench") not in sys.path:
-        sys.path.insert(0, str(ROOT / "bench"))
-    import cases
-
-    return cases
 
 
 @pytest.fixture(scope="module")
@@ -66,8 +56,8 @@ def test_rewritten_bench_programs_compile_for_h200_with_the_cuda_kernels(h200, j
     import jax.numpy as jnp
 
     import pool3d_pass
+    from bench import cases
 
-    cases = _cases()
     for case in cases.FULL_CASES:
         dtype = jnp.dtype(cases.np_dtype(case.dtype))
         x = jax.ShapeDtypeStruct(case.shape, dtype, sharding=h200)

@@ -3,7 +3,7 @@
 The compile needs the CUDA wheels (jax-cuda12-plugin and -pjrt of the
 installed JAX's version, nvidia-cuda-nvcc-cu12): `make gpu-compile-check`
 installs them into .venv-gpu and runs this file there. Elsewhere those tests
-skip, saying so. scripts/gpu_compile_check.py compiles the quick bench cases
+skip, saying so. checks/gpu_compile_check.py compiles the quick bench cases
 (both jobs, both explicit strategies) in a subprocess (XLA's ptxas report
 is logged on stderr only when set up before JAX starts); each program must
 hold the gpu binding's Triton calls and no scatter, and ptxas must report
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from pool3d_pass.bindings.gpu import deviceless
+from checks import deviceless
 
 pytestmark = pytest.mark.gpu
 
@@ -28,9 +28,10 @@ ROOT = Path(__file__).resolve().parents[2]
 MISSING = deviceless.missing_wheels()
 
 
-def run_script(script: str, *args: str, env=None, timeout=600) -> subprocess.CompletedProcess:
+def run_check(module: str, *args: str, env=None, timeout=600) -> subprocess.CompletedProcess:
+    """`python -m checks.<module>` from the repository root."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
-    return subprocess.run([sys.executable, str(ROOT / "scripts" / script), *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", f"checks.{module}", *args], capture_output=True, text=True,
                           env=env, timeout=timeout, cwd=ROOT)
 
 
@@ -55,7 +56,7 @@ ptxas info    : Used 40 registers, used 0 barriers
 def test_rewritten_bench_programs_compile_for_h200_without_spills(tmp_path):
     out = tmp_path / "compile.json"
     # the Pallas kernels (their Triton calls are what this checks; test_cuda_deviceless.py compiles the CUDA ones)
-    done = run_script("gpu_compile_check.py", "--quick", "--json", str(out), env={"JAX_PLATFORMS": "cpu", "POOL3D_GPU_IMPL": "pallas"})
+    done = run_check("gpu_compile_check", "--quick", "--json", str(out), env={"JAX_PLATFORMS": "cpu", "POOL3D_GPU_IMPL": "pallas"})
     assert done.returncode == 0, done.stdout + done.stderr[-4000:]
     result = json.loads(out.read_text())
     assert result["failed"] == 0 and len(result["rows"]) >= 20  # 4 per quick bench case
@@ -68,9 +69,9 @@ def test_rewritten_bench_programs_compile_for_h200_without_spills(tmp_path):
 
 
 def test_gpu_check_dry_run(tmp_path):
-    """scripts/gpu_check.py on CPU (interpret mode), beside the CUDA plugin where it is installed: its
+    """The device check (checks/device_check/) on CPU (interpret mode), beside the CUDA plugin where it is installed: its
     numerics stage's checks pass (tests/bench/test_device_check.py runs the jobs stage's)."""
-    done = run_script("gpu_check.py", "--platform", "cpu", "--no-torch", "--budget-s", "45", "--stages",
+    done = run_check("device_check", "--platform", "cpu", "--no-torch", "--budget-s", "45", "--stages",
                       "numerics", "--out", str(tmp_path))
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     rows = [json.loads(line) for line in (tmp_path / "gpu_check.jsonl").read_text().splitlines()]

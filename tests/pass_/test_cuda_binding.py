@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import pytest
 
 import pool3d_pass
-from pool3d_pass.bindings.gpu import calls, cuda_build, cuda_library, deviceless, implementation
+from pool3d_pass.bindings.gpu import calls, cuda_build, cuda_library, implementation
 from pool3d_pass.contract import TARGETS
 
 from corpus import ENTRIES, FIXTURES  # noqa: E402

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from pool3d_pass.bindings.gpu import deviceless
+from checks import deviceless
 
 pytestmark = pytest.mark.gpu
 

@@ -15,7 +15,6 @@
   shared wrapper of `bindings/partitioned.py` around the kernels that serve);
 - `binding.py`: the registry's `Binding` for platform "gpu" (what JAX's CUDA
   client reports), lowered for "cuda", opt-in under strategy "auto";
-- `deviceless.py`: compiling for an H200 with no GPU present (the checks).
 
 Importing this package imports no JAX (the pass and pool3d-opt need only
 jaxlib); `calls` and `kernels` do. See docs/gpu.md.

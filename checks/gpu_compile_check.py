@@ -1,9 +1,9 @@
 """Deviceless XLA:GPU compile of the rewritten bench programs for an NVIDIA H200: no GPU needed.
 
-    .venv-gpu/bin/python scripts/gpu_compile_check.py [--quick] [--json PATH]
+    .venv-gpu-cuda13/bin/python -m checks.gpu_compile_check [--quick] [--json PATH]   (from the repository root)
 
-(`make gpu-compile-check` makes .venv-gpu: JAX, jax-cuda12-plugin/-pjrt of
-the same version, nvidia-cuda-nvcc-cu12.) For every bench case
+(`make gpu-compile-check` makes .venv-gpu-cuda13: JAX, jax-cuda13-plugin/-pjrt of
+the same version, the CUDA 13 nvcc wheel; checks/deviceless.py.) For every bench case
 (bench/cases.py), both jobs (forward + gradient, gradient only) and both
 explicit strategies (indices, recompute: the gpu binding is opt-in), the job
 goes through `pool3d_pass.jit` lowered for a compile-only H200
@@ -26,10 +26,9 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
+from checks import deviceless  # imports no JAX
 
-from pool3d_pass.bindings.gpu import deviceless  # noqa: E402  (imports no JAX)
+ROOT = Path(__file__).resolve().parents[1]
 
 # XLA reads these when its CUDA plugin starts: before JAX is imported.
 for _name, _value in deviceless.COMPILE_LOG_ENV.items():
@@ -68,11 +67,11 @@ def captured_stderr():
 
 
 def compile_one(case, job: str, strategy: str, sharding) -> dict:
-    import cases
     import jax
     import jax.numpy as jnp
 
     import pool3d_pass
+    from bench import cases
 
     dtype = jnp.dtype(cases.np_dtype(case.dtype))
     x = jax.ShapeDtypeStruct(case.shape, dtype, sharding=sharding)
@@ -102,17 +101,18 @@ def compile_one(case, job: str, strategy: str, sharding) -> dict:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m checks.gpu_compile_check", description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="bench/cases.py QUICK_CASES instead of FULL_CASES")
-    parser.add_argument("--json", type=Path, default=ROOT / "bench" / "results" / "gpu_compile_check.json")
+    parser.add_argument("--json", type=Path, default=ROOT / "build" / "gpu_compile_check.json")
     args = parser.parse_args(argv)
 
     reason = deviceless.missing_wheels()
     if reason is not None:
         print(f"gpu_compile_check: {reason}", file=sys.stderr)
         return 2
-    import cases
     import jax
+
+    from bench import cases
 
     sharding = deviceless.replicated_on(deviceless.h200_devices())
     rows = []

@@ -1,5 +1,8 @@
 """Compiling for an NVIDIA H200 with no GPU present: XLA:GPU's deviceless compile, and what ptxas said.
 
+A development helper of the deviceless checks (checks/gpu_compile_check.py, the deviceless
+tests), not part of the installed package.
+
 Needs JAX's CUDA plugin of the installed JAX's version, for CUDA 12
 (`jax-cuda12-plugin`, `jax-cuda12-pjrt`, with `nvidia-cuda-nvcc-cu12` for
 ptxas) or CUDA 13 (`jax-cuda13-plugin`, `jax-cuda13-pjrt`, with
