@@ -330,11 +330,11 @@ gpu-model: $(STAMP)
 # $(NEURON_PYTHON), the environment's python): every fixture's and bench layer's backward
 # call through the NKI kernel against the contract's reference and the kernel's numpy
 # transcription, every fixture and bench program against the contract, each timed against
-# neuronx-cc's own select_and_scatter (tests/support/neuron_check.py; report in
+# neuronx-cc's own select_and_scatter (checks/neuron_check.py; report in
 # build/neuron-check.json). Elsewhere one line "neuron-check skipped: ...", exit 0.
 # A CPU run of the same steps with the reference binding: NEURON_CHECK_ARGS=--dry-run.
 NEURON_PYTHON     ?= python3
 NEURON_CHECK_ARGS ?=
 .PHONY: neuron-check
 neuron-check:
-	PYTHONPATH=$(CURDIR) $(NEURON_PYTHON) tests/support/neuron_check.py $(NEURON_CHECK_ARGS)
+	PYTHONPATH=$(CURDIR):$(CURDIR)/tests/support $(NEURON_PYTHON) -m checks.neuron_check $(NEURON_CHECK_ARGS)

@@ -1,7 +1,7 @@
 """Markdown tables and the target verdicts from a benchmark result (the dict run.py writes as JSON).
 
-Everything printed is computed from the JSON record alone, so `python
-bench/run.py --table-from PATH` reprints a stored run exactly.
+Everything printed is computed from the JSON record alone, so `python -m
+bench.run --table-from PATH` reprints a stored run exactly.
 """
 
 from __future__ import annotations

@@ -128,7 +128,7 @@ def table(summary: dict) -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m checks.kernel_ab", description=__doc__.split("\n\n")[0])
     ap.add_argument("--lib", action="append", default=[],
                     help="a built _kernel library; give two or more, labelled A, B, ... in order")
     ap.add_argument("--cases", help="comma-separated indices into bench/cases.FULL_CASES (default: all)")

@@ -29,7 +29,7 @@ def entry_computation(text: str) -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m checks.profile_job", description=__doc__.split("\n\n")[0])
     ap.add_argument("--case", type=int, default=0)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--job", choices=("gradient", "both"), default="gradient")

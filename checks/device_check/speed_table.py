@@ -91,7 +91,7 @@ def existing() -> tuple[dict, dict]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m checks.device_check.speed_table", description=__doc__.split("\n\n")[0])
     parser.add_argument("run", type=Path, help="a device run's gpu_check.jsonl")
     parser.add_argument("--implementation", default=None, help="pallas or cuda (default: the run's)")
     parser.add_argument("--check", action="store_true", help="compare with the checked-in file, write nothing")

@@ -14,7 +14,7 @@ overlapping windows or not x size (input below or above 256 MiB). After the
 class rows, C3D's own pools: the shapes of every max pool of the Flax C3D
 model the model stage runs (its (1,2,2) first pool, 2x2x2 after), read from
 the model's own trace, in bf16 and f32; they are marked `c3d` and stay out of
-the measured table (scripts/gpu_speed_table.py), whose classes are the class
+the measured table (speed_table.py), whose classes are the class
 rows'.
 """
 

@@ -7,23 +7,10 @@ handling (finding, applying, refusing) is held to a small tree of its own.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-
 import pytest
 from corpus import ROOT
 
-
-def _load():
-    # By path: `make test`'s older-JAX half runs pytest without the work tree on sys.path.
-    spec = importlib.util.spec_from_file_location("plant_bugs_under_test", ROOT / "checks" / "plant_bugs.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the class is made
-    spec.loader.exec_module(module)
-    return module
-
-
-plant_bugs = _load()
+from checks import plant_bugs
 
 
 def test_every_plant_applies_to_the_tree_as_it_is():

@@ -1,6 +1,6 @@
 """Seeded fuzzing of `pool3d-opt`: every input gives output or one error line, never a crash.
 
-A fixed draw (tests/support/cli_fuzz.py, seed `SEED`) of ~300 inputs built from the lit
+A fixed draw (checks/fuzz_cli.py, seed `SEED`) of ~300 inputs built from the lit
 tests, the fixtures and generated max-pool gradients: syntactic mutations,
 semantic mutations of the select and scatter regions and of the attributes
 and element types, and crash-class inputs (nesting at and past the limit,
@@ -22,7 +22,7 @@ bit (integer-valued data: every sum is exact in every element type). Those
 checks run in one test, `test_rewritten_inputs_match_the_spec`, which counts
 them where they run and asserts a floor of `MIN_NUMERICS_CHECKS` inputs.
 
-The >= 500-input subprocess run is scripts/fuzz_cli.py.
+The >= 500-input subprocess run is `python -m checks.fuzz_cli`.
 """
 
 from __future__ import annotations
@@ -33,9 +33,10 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-import cli_fuzz as cf
 from spec_oracle import spec_outputs
 from xla_runner import main_signature, run_stablehlo
+
+from checks import fuzz_cli as cf
 
 SEED = 20261130
 CASES = cf.draw_cases(SEED, syntactic=140, semantic=150, crash=0)

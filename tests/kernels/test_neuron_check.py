@@ -1,12 +1,12 @@
-"""`make neuron-check` (tests/support/neuron_check.py) off a Neuron host: its skip line, and a dry run of its steps."""
+"""`make neuron-check` (checks/neuron_check.py) off a Neuron host: its skip line, and a dry run of its steps."""
 
 from __future__ import annotations
 
 import json
 
-import neuron_check
 import pytest
 
+from checks import neuron_check
 from pool3d_pass.bindings import neuron
 
 pytestmark = pytest.mark.usefixtures("cpu_kernels")

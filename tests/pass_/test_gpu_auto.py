@@ -40,8 +40,8 @@ STORED = ("pallas", "NVIDIA H200")  # the stored run: Pallas kernels on an H200 
 def test_the_table_is_what_the_stored_run_gives():
     assert STORED in measured.RUNS
     for (impl, model), run in measured.RUNS.items():
-        result = subprocess.run([sys.executable, str(ROOT / "scripts" / "gpu_speed_table.py"), str(ROOT / run["file"]),
-                                 "--implementation", impl, "--check"], capture_output=True, text=True)
+        result = subprocess.run([sys.executable, "-m", "checks.device_check.speed_table", str(ROOT / run["file"]),
+                                 "--implementation", impl, "--check"], capture_output=True, text=True, cwd=ROOT)
         assert result.returncode == 0, result.stdout + result.stderr
         assert model in Path(ROOT / run["file"]).read_text().split('"kind": "machine"', 1)[1].split("\n", 1)[0]
 

@@ -58,23 +58,22 @@ def _forget_neuron_modules() -> dict:
 
 @contextlib.contextmanager
 def sdk_on_path(*folders):
-    """`folders` first on sys.path (stand-in or placeholder), the binding's checks and lowerings forgotten."""
+    """`folders` first on the import path, as an installed SDK would be (stand-in or placeholder; pytest's
+    monkeypatch puts them there and takes them away), the binding's checks and lowerings forgotten."""
     saved = _forget_neuron_modules()
-    entries = [str(folder) for folder in folders]
-    sys.path[:0] = entries
-    importlib.invalidate_caches()
-    sdk._checked = False
-    pool3d_pass.clear_caches()  # lowerings are cached per call, not per LNC
-    try:
-        yield
-    finally:
-        for entry in entries:
-            sys.path.remove(entry)
-        _forget_neuron_modules()
-        sys.modules.update(saved)
-        importlib.invalidate_caches()
+    with pytest.MonkeyPatch.context() as patch:
+        for folder in reversed(folders):
+            patch.syspath_prepend(str(folder))  # (and invalidates the import caches)
         sdk._checked = False
-        pool3d_pass.clear_caches()
+        pool3d_pass.clear_caches()  # lowerings are cached per call, not per LNC
+        try:
+            yield
+        finally:
+            _forget_neuron_modules()
+            sys.modules.update(saved)
+            sdk._checked = False
+            pool3d_pass.clear_caches()
+    importlib.invalidate_caches()
 
 
 @pytest.fixture
@@ -278,11 +277,8 @@ def test_the_binding_hands_the_kernel_each_tensor_and_attribute_in_its_place(sta
 
 def bench_programs() -> list[str]:
     """The bench's pooling problems (quick set), both jobs, lowered by JAX for neuron."""
-    sys.path.insert(0, str(ROOT))
-    try:
-        from bench.cases import JOBS, QUICK_CASES, jax_job, np_dtype, pool_fn
-    finally:
-        sys.path.remove(str(ROOT))
+    from bench.cases import JOBS, QUICK_CASES, jax_job, np_dtype, pool_fn
+
     programs = []
     for case in QUICK_CASES:
         x = jax.ShapeDtypeStruct(case.shape, np_dtype(case.dtype))

@@ -1,6 +1,6 @@
 """Where strategy `auto` uses the gpu binding: the configuration classes a device run measured it faster.
 
-The device check (scripts/gpu_check.py) times XLA:GPU against pool3d_pass.jit
+The device check (checks/device_check/) times XLA:GPU against pool3d_pass.jit
 per class: layout, element type, overlapping windows or not, input below or
 above 256 MiB. `measured.py` holds the ratios (generated from stored runs),
 keyed by (implementation of the binding, GPU model). Under `auto` a gradient is rewritten only

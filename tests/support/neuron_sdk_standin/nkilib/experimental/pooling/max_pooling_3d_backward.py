@@ -33,7 +33,7 @@ def max_pooling_3d_backward(
     if data_format not in ("NCDHW", "NDHWC") or (output_format or data_format) not in ("NCDHW", "NDHWC"):
         raise ValueError(f"layouts {data_format}/{output_format}")
     if isinstance(input_tensor, np.ndarray):
-        # tests/support is on sys.path wherever a launch runs eagerly (tests/conftest.py).
+        # tests/support is on the import path wherever a launch runs eagerly (pytest's pythonpath, pyproject.toml).
         from nki_max_pool_backward_numpy import max_pooling_3d_backward as transcription
 
         return transcription(grad_output, input_tensor, output_tensor, kernel_size, stride, padding, data_format,

@@ -2,8 +2,12 @@
 
 Run from the repository root in the Neuron SDK's JAX environment (docs/neuron.md):
 
-    make neuron-check                       # python3 tests/support/neuron_check.py
-    python3 tests/support/neuron_check.py --dry-run   # the same steps on XLA:CPU, reference binding
+    make neuron-check                       # PYTHONPATH=.:tests/support python3 -m checks.neuron_check
+    PYTHONPATH=.:tests/support python3 -m checks.neuron_check --dry-run   # the same steps on XLA:CPU, reference binding
+
+It reuses the test suite's helpers (tests/support/, imported by their names as the tests
+import them: hence tests/support on PYTHONPATH) and the transcription test's input draw
+and deviation rule (tests/numerics/test_neuron_transcription.py).
 
 1. Layers. Every backward call the pass makes of the fixtures and of the bench's
    quick cases (their shape, dtype, kernel_size, stride, padding and layout, read
@@ -37,11 +41,7 @@ import time
 import traceback
 from pathlib import Path
 
-SUPPORT = Path(__file__).resolve().parent
-ROOT = SUPPORT.parents[1]
-for path in (str(ROOT), str(SUPPORT), str(ROOT / "tests" / "numerics")):
-    if path not in sys.path:
-        sys.path.insert(0, path)
+ROOT = Path(__file__).resolve().parents[1]
 
 CALL = re.compile(
     r"custom_call @pool3d\.max_pooling_3d_backward\((?P<operands>[^)]*)\)\s*\{(?P<attributes>.*?)\}\s*:\s*"
@@ -100,7 +100,7 @@ def backward_calls(text: str) -> list[dict]:
 
 def layer_inputs(call: dict, specials: bool, seed: int):
     """(x, g, y, reference, geometry) in NCDHW, as tests/numerics/test_neuron_transcription.py draws them."""
-    from test_neuron_transcription import inputs
+    from tests.numerics.test_neuron_transcription import inputs
 
     shape = call["input_shape"]
     ncdhw = shape if call["data_format"] == "NCDHW" else (shape[0], shape[4], *shape[1:4])
@@ -114,7 +114,7 @@ def check_layer(call: dict, device, binding_function, dry_run: bool, repeats: in
     import jax
     import numpy as np
     from nki_max_pool_backward_numpy import max_pooling_3d_backward as transcription
-    from test_neuron_transcription import classify
+    from tests.numerics.test_neuron_transcription import classify
 
     layout = call["data_format"]
     to_layout = (lambda a: np.moveaxis(a, 1, -1)) if layout == "NDHWC" else (lambda a: a)
@@ -229,7 +229,7 @@ def programs_to_run(entries, platform: str, bench_cases: int | None = None) -> l
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m checks.neuron_check", description=__doc__.split("\n\n")[0])
     parser.add_argument("--dry-run", action="store_true", help="XLA:CPU and the reference binding: checks the steps")
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--out", default=str(ROOT / "build" / "neuron-check.json"))

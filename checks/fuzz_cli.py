@@ -1,7 +1,16 @@
-"""Hostile inputs for `pool3d-opt`, and the check of what it did with each.
+"""Hostile inputs for `pool3d-opt`, the check of what it did with each, and the long run over them.
 
-Shared by tests/cli/test_fuzz_cli.py (a seeded few hundred, in-process where that
-proves the property) and scripts/fuzz_cli.py (>= 500, each in a subprocess).
+    .venv/bin/python -m checks.fuzz_cli                 # 560 inputs, seed 1, 2 at a time
+    .venv/bin/python -m checks.fuzz_cli --seed 7 --count 1000 --jobs 4 --keep /tmp/fuzz
+
+The long run: >= 500 inputs, each run as `python -c main() INPUT -o OUTPUT` in its
+own subprocess with OUTPUT already present and a 60 s timeout. Counted per input:
+crash (killed by a signal), timeout, traceback, partial output (OUTPUT changed on
+error, or a temporary file left), other broken promises (not exactly one error
+line, an exit status other than 0/1, output that does not parse again). Exit
+status 1 if any count is non-zero. Not part of the test suite (minutes); the
+seeded subset is tests/cli/test_fuzz_cli.py, which imports the inputs and the
+checks from here.
 
 The promise checked (README, "Using it"): every input gives either exit 0 with
 output that parses again, or exit 1 with exactly one line
@@ -23,19 +32,24 @@ values, element types).
 
 from __future__ import annotations
 
+import argparse
+import collections
+import concurrent.futures
 import contextlib
 import dataclasses
 import io
 import os
 import random
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
 from pool3d_pass.contract import pooled_extent
-
-from corpus import FIXTURES, ROOT  # noqa: E402
+from tests.support.corpus import FIXTURES, ROOT
 LIT = ROOT / "lit_tests"
 SENTINEL = "the user's file, which must survive an error\n"
 SAS = '"stablehlo.select_and_scatter"'
@@ -586,3 +600,80 @@ def pool3d_calls(text: str | None) -> int:
 def rewritten_count(stderr: str) -> int:
     m = re.search(r"pool3d: \d+ select_and_scatter found, (\d+) rewritten", stderr)
     return int(m.group(1)) if m else 0
+
+
+# --- the long run -------------------------------------------------------------------------------
+
+
+def classify(case: Case, outcome: Outcome, source: str) -> tuple[list[str], list[str]]:
+    """(the counts an input adds to, the problems found)."""
+    found = problems(case, outcome, source)
+    kinds = []
+    for problem in found:
+        if problem.startswith("signal"):
+            kinds.append("crashes")
+        elif problem == "timeout":
+            kinds.append("timeouts")
+        elif problem == "traceback":
+            kinds.append("tracebacks")
+        elif problem.startswith(("partial output", "left files behind")):
+            kinds.append("partial files")
+        else:
+            kinds.append("other")
+    if not found and outcome.status == 0 and reparses(outcome.output) is not None:
+        kinds.append("other")
+        found.append("output does not parse again: " + reparses(outcome.output))
+    return sorted(set(kinds)), found
+
+
+def main(argv=None) -> int:
+    """The >= 500-input run, each input in its own subprocess; exit status 1 on any broken promise."""
+    parser = argparse.ArgumentParser(prog="python -m checks.fuzz_cli", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--count", type=int, default=560, help="number of inputs (>= 500 for the issue's run)")
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--timeout", type=float, default=60.0)
+    parser.add_argument("--keep", type=Path, help="keep every input/output folder here")
+    args = parser.parse_args(argv)
+
+    crash = max(60, args.count // 8)
+    semantic = (args.count - crash) // 2
+    cases = draw_cases(args.seed, syntactic=args.count - crash - semantic - len(gradient_seeds()),
+                          semantic=semantic, crash=crash)
+    root = args.keep or Path(tempfile.mkdtemp(prefix="pool3d-fuzz-"))
+    counts = collections.Counter()
+    failures = []
+    slowest = (0.0, "")
+    start = time.monotonic()
+
+    def one(index_case):
+        index, case = index_case
+        folder = root / f"{index:04d}"
+        began = time.monotonic()
+        outcome = run_subprocess(case, folder, timeout=args.timeout)
+        return index, case, folder, outcome, time.monotonic() - began
+
+    with concurrent.futures.ThreadPoolExecutor(args.jobs) as executor:
+        for index, case, folder, outcome, seconds in executor.map(one, enumerate(cases)):
+            kinds, found = classify(case, outcome, str(folder / "input.mlir"))
+            counts["inputs"] += 1
+            counts["exit 0" if outcome.status == 0 else "exit 1" if outcome.status == 1 else "exit other"] += 1
+            for kind in kinds:
+                counts[kind] += 1
+            if found:
+                failures.append(f"{folder}: {case.name}: {'; '.join(found)}")
+            slowest = max(slowest, (seconds, case.name))
+            if not args.keep and not found:
+                shutil.rmtree(folder, ignore_errors=True)
+    print(f"{counts['inputs']} inputs in {time.monotonic() - start:.0f} s ({args.jobs} at a time), seed {args.seed}: "
+          f"{counts['exit 0']} exit 0, {counts['exit 1']} exit 1, {counts['exit other']} other exit")
+    for kind in ("crashes", "timeouts", "tracebacks", "partial files", "other"):
+        print(f"  {kind}: {counts[kind]}")
+    print(f"  slowest: {slowest[0]:.1f} s ({slowest[1]})")
+    for line in failures:
+        print("FAIL", line)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
