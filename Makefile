@@ -154,8 +154,8 @@ clean:
 # and XLA keep allocations alive at exit).
 .PHONY: sanitize
 SANITIZE_DIR   := build/sanitize
-SANITIZE_TESTS ?= tests/kernels/test_cpu_kernel.py tests/kernels/test_cpu_kernel_layer.py tests/kernels/test_cpu_kernel_channels_last.py \
-                  tests/kernels/test_cuda_elements.py
+SANITIZE_TESTS ?= tests/bindings/cpu/test_cpu_kernel.py tests/bindings/cpu/test_cpu_kernel_layer.py tests/bindings/cpu/test_cpu_kernel_channels_last.py \
+                  tests/bindings/gpu/test_cuda_elements.py
 
 # (cmake from PATH, else the cmake wheel put into $(VENV); the compiler is $(CXX), whose libasan is preloaded)
 sanitize: $(STAMP)
@@ -282,9 +282,9 @@ extras-check:
 # gpu-compile-check: XLA:GPU's deviceless compile for an NVIDIA H200, no GPU needed, in
 # its own venv $(GPU_VENV) (the CUDA plugin must not reach the main venvs: JAX would try
 # to start it in every test). Installs JAX $(GPU_JAX), jax-cuda$(GPU_CUDA)-plugin/-pjrt of that
-# version and the CUDA $(GPU_CUDA) nvcc wheel (ptxas), then runs tests/integration/test_gpu_deviceless.py
+# version and the CUDA $(GPU_CUDA) nvcc wheel (ptxas), then runs tests/bindings/gpu/test_gpu_deviceless.py
 # there and compiles every rewritten bench program (checks/gpu_compile_check.py: the Pallas
-# kernels' Triton calls, ptxas registers, no spills; tests/integration/test_cuda_deviceless.py:
+# kernels' Triton calls, ptxas registers, no spills; tests/bindings/gpu/test_cuda_deviceless.py:
 # the same programs with the CUDA kernels, where their library is built). GPU_CUDA=12 or 13
 # (the lent H200 machine has JAX's CUDA 13 plugin; JAX publishes no CUDA 12 plugin for 0.12.1:
 # GPU_CUDA=12 needs GPU_JAX=0.12.0.1 or older). Run by hand; `make test` skips those tests.
@@ -310,7 +310,7 @@ $(GPU_STAMP):
 	touch $@
 
 gpu-compile-check: $(GPU_STAMP)
-	PYTHONPATH=$(CURDIR) JAX_PLATFORMS=cpu $(GPU_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/integration/test_gpu_deviceless.py tests/integration/test_cuda_deviceless.py
+	PYTHONPATH=$(CURDIR) JAX_PLATFORMS=cpu $(GPU_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/bindings/gpu/test_gpu_deviceless.py tests/bindings/gpu/test_cuda_deviceless.py
 	PYTHONPATH=$(CURDIR) JAX_PLATFORMS=cpu POOL3D_GPU_IMPL=pallas $(GPU_VENV)/bin/python -m checks.gpu_compile_check
 
 gpu-check:

@@ -7,7 +7,7 @@ Run from the repository root in the Neuron SDK's JAX environment (docs/neuron.md
 
 It reuses the test suite's helpers (tests/support/, imported by their names as the tests
 import them: hence tests/support on PYTHONPATH) and the transcription test's input draw
-and deviation rule (tests/numerics/test_neuron_transcription.py).
+and deviation rule (tests/bindings/neuron/test_neuron_transcription.py).
 
 1. Layers. Every backward call the pass makes of the fixtures and of the bench's
    quick cases (their shape, dtype, kernel_size, stride, padding and layout, read
@@ -17,7 +17,7 @@ and deviation rule (tests/numerics/test_neuron_transcription.py).
    against the numpy transcription of the kernel (`nki_max_pool_backward_numpy.py`:
    the same values and zero signs expected) and against the contract's float64
    reference (only the deviations docs/contract.md lists for the neuron binding:
-   `classify` of tests/numerics/test_neuron_transcription.py).
+   `classify` of tests/bindings/neuron/test_neuron_transcription.py).
 2. Programs. Every fixture and bench quick case (gradient only), original
    (neuronx-cc's select_and_scatter) and rewritten for neuron, runs on the device; both against the program rewritten
    with the reference binding on XLA:CPU (the contract, executed).
@@ -99,7 +99,7 @@ def backward_calls(text: str) -> list[dict]:
 
 
 def layer_inputs(call: dict, specials: bool, seed: int):
-    """(x, g, y, reference, geometry) in NCDHW, as tests/numerics/test_neuron_transcription.py draws them."""
+    """(x, g, y, reference, geometry) in NCDHW, as tests/bindings/neuron/test_neuron_transcription.py draws them."""
     from tests.numerics.test_neuron_transcription import inputs
 
     shape = call["input_shape"]

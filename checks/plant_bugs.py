@@ -63,7 +63,7 @@ PLANTS = (
         path="pool3d_pass/bindings/neuron/__init__.py",
         find="        grad_output=grad_output,\n        input_tensor=trimmed,\n        output_tensor=output,\n",
         replace="        grad_output=output,\n        input_tensor=trimmed,\n        output_tensor=grad_output,\n",
-        tests=("tests/pass_/test_neuron_binding.py::test_the_binding_hands_the_kernel_each_tensor_and_attribute_in_its_place",),
+        tests=("tests/bindings/neuron/test_neuron_binding.py::test_the_binding_hands_the_kernel_each_tensor_and_attribute_in_its_place",),
         bug="the NKI kernel gets the forward output as grad_output and the gradient as output_tensor "
             "(same shape and dtype)",
     ),
@@ -72,7 +72,7 @@ PLANTS = (
         path="pool3d_pass/bindings/cpu/kernels/common/window_scan.h",
         find="  *m = best_key == 0 && plus_zero ? M(0) : best;\n",
         replace="  *m = best;\n",
-        tests=("tests/kernels/test_cpu_kernel_layer.py::test_output_format_may_differ_from_data_format",),
+        tests=("tests/bindings/cpu/test_cpu_kernel_layer.py::test_output_format_may_differ_from_data_format",),
         bug="the generic CPU kernels (mixed layouts) return a window's first zero, -0 before +0, as its maximum",
     ),
     Plant(
@@ -80,7 +80,8 @@ PLANTS = (
         path="pool3d_pass/bindings/reference/calls.py",
         find="            & (indices == NO_SELECTION)\n",
         replace="",
-        tests=("tests/pass_/test_bindings.py::test_reference_binding_is_spliced_and_matches_the_original",),
+        tests=("tests/bindings/test_bindings.py::test_reference_binding_is_spliced_and_matches_the_original",
+               "tests/bindings/reference/test_reference_calls.py::test_every_call_states_the_contract"),
         bug="the pure-JAX reference binding gives a tied window's gradient to its last maximal tap",
     ),
     Plant(
@@ -88,7 +89,7 @@ PLANTS = (
         path="pool3d_pass/bindings/gpu/kernels.py",
         find="            take = real & (v == y) & (index < 0)\n",
         replace="            take = real & (v == y)\n",
-        tests=("tests/kernels/test_gpu_kernels.py::test_mixed_layouts",),
+        tests=("tests/bindings/gpu/test_pallas_kernels.py::test_mixed_layouts",),
         bug="the Pallas window kernel's recompute selection takes the last tap equal to y",
     ),
     Plant(
@@ -96,7 +97,7 @@ PLANTS = (
         path="pool3d_pass/bindings/gpu/cuda/launch_plan.h",
         find="    if (kernel == Kernel::kGather && Overlapping(g)) {  // blocks of input positions\n",
         replace="    if (false) {  // blocks of input positions\n",
-        tests=("tests/kernels/test_cuda_elements.py::test_every_call_equals_the_cpu_kernels[k3s2p1-ncdhw-f32-ints]",),
+        tests=("tests/bindings/gpu/test_cuda_elements.py::test_every_call_equals_the_cpu_kernels[k3s2p1-ncdhw-f32-ints]",),
         bug="the CUDA gather over overlapping windows runs one unit per output window, not per block of "
             "inputs: most of dx is never written",
     ),
@@ -105,7 +106,7 @@ PLANTS = (
         path="pool3d_pass/bindings/gpu/cuda/run_plan.h",
         find="  p.dx = all.dx ? all.dx + in : nullptr;\n",
         replace="  p.dx = all.dx ? all.dx + out : nullptr;\n",
-        tests=("tests/kernels/test_cuda_elements.py::test_launch_variants_give_the_same_bits[ncdhw-k2s2-chunked]",),
+        tests=("tests/bindings/gpu/test_cuda_elements.py::test_launch_variants_give_the_same_bits[ncdhw-k2s2-chunked]",),
         bug="launches after the first chunk write dx where the next chunk's outputs start",
     ),
     Plant(
@@ -113,7 +114,7 @@ PLANTS = (
         path="pool3d_pass/bindings/gpu/cuda/launch_plan.h",
         find="  if (biggest >= o.narrow_limit || o.wide) {\n",
         replace="  if (o.wide) {\n",
-        tests=("tests/kernels/test_cuda_elements.py::test_offset_width_at_the_int32_boundary",),
+        tests=("tests/bindings/gpu/test_cuda_elements.py::test_offset_width_at_the_int32_boundary",),
         bug="planes of 2^31 elements or more keep int32 offsets (they overflow)",
     ),
     Plant(
@@ -121,7 +122,7 @@ PLANTS = (
         path="pool3d_pass/bindings/gpu/cuda/units.h",
         find="  if (!nan && b.m != 0.0f) {\n",
         replace="  if (!nan) {\n",
-        tests=("tests/kernels/test_cuda_elements.py::test_every_call_equals_the_cpu_kernels[k3s2p1-ndhwc-f32-zeros]",),
+        tests=("tests/bindings/gpu/test_cuda_elements.py::test_every_call_equals_the_cpu_kernels[k3s2p1-ndhwc-f32-zeros]",),
         bug="the CUDA window kernels return whichever zero they met as a zero maximum, not +0 where a tap holds +0",
     ),
     Plant(
@@ -129,7 +130,7 @@ PLANTS = (
         path="pool3d_pass/bindings/gpu/cuda/units.h",
         find="  const bool last_d = od == g.Do - 1, last_h = oh == g.Ho - 1;\n  if (last_d || last_h) {\n",
         replace="  const bool last_d = od == g.Do - 1, last_h = oh == g.Ho - 1;\n  if (false) {\n",
-        tests=("tests/kernels/test_cuda_elements.py::test_every_call_equals_the_cpu_kernels[k2s2-ncdhw-f32-ints]",),
+        tests=("tests/bindings/gpu/test_cuda_elements.py::test_every_call_equals_the_cpu_kernels[k2s2-ncdhw-f32-ints]",),
         bug="NCDHW non-overlapping gradients leave the rows no window covers unwritten",
     ),
 )

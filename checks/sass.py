@@ -4,7 +4,7 @@ Why: what bounds a memory-bound kernel's speed can be read from its machine
 code before any device run: local memory (spills or stack arrays), run-time
 integer division, scalar global accesses where a vector path was meant, and
 the instructions each loop iteration issues on each pipe (checks/gpu_model.py
-turns those into predicted times; tests/kernels/test_cuda_sass.py fails on
+turns those into predicted times; tests/bindings/gpu/test_cuda_sass.py fails on
 the first three).
 
 How: `build()` compiles each CUDA source of the library

@@ -1,5 +1,6 @@
-"""Shared pytest configuration for tests/ (grouped by area: pass_/, kernels/, integration/,
-numerics/, cli/, bench/, checks/; helper modules in support/, inputs in fixtures/).
+"""Shared pytest configuration for tests/ (grouped by the code they test: rewriting/, contract/,
+bindings/<platform>/, integration/, numerics/, cli/, structure/, bench/, checks/, packaging/;
+helper modules in support/, inputs in fixtures/).
 
 * Test modules import their helpers by name (``from xla_runner import
   run_stablehlo``, ``from corpus import FIXTURES, MANIFEST``): pyproject.toml's

@@ -42,7 +42,7 @@ NUM_WARPS = 4
 NUM_STAGES = 1
 UNROLL_LIMIT = 64  # taps (or covering windows) unrolled; more run in a loop
 # Interpret mode loops always: the same body, but XLA:CPU compiles a loop several
-# times faster than 27 unrolled gathers (tests/kernels/test_gpu_kernels.py checks both).
+# times faster than 27 unrolled gathers (tests/bindings/gpu/test_pallas_kernels.py checks both).
 INTERPRET_UNROLL_LIMIT = 0
 MAX_GRID_X = 2**31 - 1  # CUDA's limit on gridDim.x
 INT32_LIMIT = 2**31 - 1

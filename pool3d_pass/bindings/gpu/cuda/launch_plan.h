@@ -16,7 +16,7 @@
 //   offsets (no 64-bit division: fast_div.h), as one launch;
 // - blocks and threads, within CUDA's grid limits.
 // kernels.cu runs the plan on a stream; the host test
-// (tests/kernels/host/cuda_elements_host.cc) runs the same plan on the CPU,
+// (tests/bindings/gpu/host/cuda_elements_host.cc) runs the same plan on the CPU,
 // each launch's grid-stride loop thread by thread, so the loop bounds, grid
 // sizes, chunk offsets and the offset-width decision are tested here.
 #ifndef POOL3D_GPU_CUDA_LAUNCH_PLAN_H_

@@ -1,6 +1,6 @@
 // Running a launch plan (launch_plan.h): the one mapping from a plan's step
 // to the unit type (units.h) that does its work, shared by the CUDA launches
-// (kernels.cu) and the host test (tests/kernels/host/cuda_elements_host.cc).
+// (kernels.cu) and the host test (tests/bindings/gpu/host/cuda_elements_host.cc).
 //
 // An executor `exec` is called as
 //   exec.template Launch<Kernel, Unit>(launch, operands, blocks, threads)

@@ -1,7 +1,7 @@
 // The CUDA kernels' work per thread ("unit"), as __host__ __device__ code.
 //
 // A kernel is a grid-stride loop over units (kernels.cu); what one unit does
-// is here, so that the host test (tests/kernels/test_cuda_elements.py)
+// is here, so that the host test (tests/bindings/gpu/test_cuda_elements.py)
 // compiles exactly this code for the CPU, runs every unit of every launch
 // the launch plan (launch_plan.h) makes, and compares each result with the
 // CPU kernels bit for bit.

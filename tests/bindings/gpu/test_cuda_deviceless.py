@@ -9,7 +9,7 @@ XLA:GPU for a compile-only H200: the compiled program holds the contract's
 calls (which XLA:GPU resolves to the library's FFI handlers: an unregistered
 target fails this compile), no Triton call and no scatter. The kernels are
 SASS in the library, so ptxas does not run here; their register report is
-tests/pass_/test_cuda_binding.py's.
+tests/bindings/gpu/test_cuda_binding.py's.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from checks import deviceless
 
 pytestmark = pytest.mark.gpu
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 MISSING = deviceless.missing_wheels()
 
 

@@ -6,10 +6,10 @@ the contract's custom calls (`pool3d.max_pooling_3d_*`, typed FFI), with no
 Triton call: every positive fixture, rewritten for `--target=gpu`, holds
 only those; a `jax.export` of such a program serializes them and nothing
 else. Without the library those tests skip, saying so; the Pallas kernels
-then serve (tests/pass_/test_gpu_lowering.py). The deviceless compile of
+then serve (tests/bindings/gpu/test_gpu_lowering.py). The deviceless compile of
 the rewritten bench programs with the CUDA kernels is in
-tests/integration/test_cuda_deviceless.py; the kernels' per-element code is
-checked against the CPU kernels in tests/kernels/test_cuda_elements.py.
+tests/bindings/gpu/test_cuda_deviceless.py; the kernels' per-element code is
+checked against the CPU kernels in tests/bindings/gpu/test_cuda_elements.py.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from pool3d_pass.contract import TARGETS
 from corpus import ENTRIES, FIXTURES  # noqa: E402
 
 # These tests lower the Pallas kernels directly, not through the pass (which logs JAX's
-# deprecation of its Triton backend once instead: tests/pass_/test_gpu_auto.py).
+# deprecation of its Triton backend once instead: tests/bindings/gpu/test_gpu_auto.py).
 pytestmark = [pytest.mark.gpu, pytest.mark.filterwarnings("ignore:The Pallas Triton backend is deprecated:DeprecationWarning")]
 
 POSITIVE = [e for e in ENTRIES if not e["negative"]]

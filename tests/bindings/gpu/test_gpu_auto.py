@@ -20,7 +20,7 @@ from pool3d_pass.contract.pool_config import PoolConfig
 
 pytestmark = pytest.mark.gpu
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(autouse=True)

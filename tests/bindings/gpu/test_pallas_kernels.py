@@ -11,7 +11,7 @@ variant (what the GPU runs), and the fallback.
 
 Interpret mode loops over the taps (a faster XLA:CPU compile); the unrolled
 kernels the GPU runs are checked on a few configurations here, and lowered
-for cuda in tests/pass_/test_gpu_lowering.py.
+for cuda in tests/bindings/gpu/test_gpu_lowering.py.
 """
 
 from __future__ import annotations

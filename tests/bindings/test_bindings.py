@@ -116,7 +116,7 @@ def test_neuron_target_without_the_sdk_fails_with_one_line_naming_the_packages()
 @pytest.mark.skipif(
     bool(missing_packages()),
     reason="needs the Neuron SDK 2.33+ (not installable on this machine); run on a Trn2/Trn3 host (docs/neuron.md); "
-    "tests/pass_/test_neuron_binding.py drives the binding through a stand-in",
+    "tests/bindings/neuron/test_neuron_binding.py drives the binding through a stand-in",
 )
 def test_neuron_binding_produces_the_nki_custom_call():
     rewritten, report = pool3d_pass.rewrite_text(fixture_text("jax_ncdhw_k3s2_p1_f32"), target="neuron")

@@ -9,7 +9,7 @@ These tests prove the glue: what the binding imports, how it launches the
 kernel (which tensor goes where, with which attributes, by value against the
 contract's reference), which calls reach the module, what it refuses and how it
 fails without the SDK. What the kernel's algorithm computes over drawn inputs
-is tests/numerics/test_neuron_transcription.py's; what the engines compute is
+is tests/bindings/neuron/test_neuron_transcription.py's; what the engines compute is
 `make neuron-check`'s.
 """
 

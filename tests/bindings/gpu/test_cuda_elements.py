@@ -2,7 +2,7 @@
 
 `pool3d_pass/bindings/gpu/cuda/` keeps what each CUDA thread does (`units.h`)
 and how a call's launches are planned (`launch_plan.h`, `run_plan.h`) in code
-the host compiler builds too. `tests/kernels/host/cuda_elements_host.cc`
+the host compiler builds too. `tests/bindings/gpu/host/cuda_elements_host.cc`
 runs whole calls with it: each launch's grid-stride loop, block by block and
 thread by thread, as the GPU would. Every result is compared, bit for bit,
 with the CPU binding's kernels (same layouts) or with the pure-JAX reference
@@ -32,8 +32,8 @@ from pool3d_pass.bindings.reference import calls as reference
 
 pytestmark = [pytest.mark.usefixtures("cpu_kernels"), pytest.mark.gpu]
 
-ROOT = Path(__file__).resolve().parents[2]
-SOURCE = ROOT / "tests" / "kernels" / "host" / "cuda_elements_host.cc"
+ROOT = Path(__file__).resolve().parents[3]
+SOURCE = Path(__file__).resolve().parent / "host" / "cuda_elements_host.cc"
 DTYPES = {"f32": (0, np.float32), "bf16": (1, ml_dtypes.bfloat16), "f16": (2, np.float16)}
 FORWARD, FORWARD_OUTPUT, FROM_INDICES, BACKWARD, FROM_INPUT = range(5)
 GENERIC = 0  # launch_plan.h's WindowClass::kGeneric

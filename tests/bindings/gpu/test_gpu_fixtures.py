@@ -3,7 +3,7 @@
 With POOL3D_GPU_INTERPRET=1 the gpu binding's kernels lower as plain StableHLO,
 so `pool3d-opt --target=gpu --strategy=...` writes programs XLA:CPU runs. Each
 is compared with what the original program computes per the StableHLO spec
-(tests/support/spec_oracle.py), by the rules of tests/numerics/test_numerics_fixtures.py (f32
+(tests/support/spec_oracle.py), by the rules of tests/support/fixture_numerics.py (f32
 bit-exact where windows do not overlap). An interpret-mode program takes
 seconds to compile, so CI runs a spread of fixtures (every frontend, both
 layouts, bf16/f16, the bare-gradient forms, 2-D, ceil mode, second order)
@@ -16,7 +16,8 @@ from __future__ import annotations
 import os
 
 import pytest
-import test_numerics_fixtures as numerics
+from corpus import ENTRIES, FIXTURES
+from fixture_numerics import compare_outputs, make_args
 from spec_oracle import spec_text
 from xla_runner import run_stablehlo
 
@@ -26,7 +27,7 @@ from pool3d_pass.rewriting import splice
 
 pytestmark = pytest.mark.gpu
 
-POSITIVE = [e for e in numerics.ENTRIES if not e["negative"]]
+POSITIVE = [e for e in ENTRIES if not e["negative"]]
 SPREAD = {
     "jax_ncdhw_k3s2_p1_f32", "jax_ndhwc_k2s2_valid_bf16", "jax_ncdhw_k2s2_valid_f16", "jax_ncdhw_k3s1_p1_f32",
     "jax_ncdhw_k2s2_same_even_f32", "jax_vjp_unused_primal_f32", "jax_vmap_grad_ndhwc_rank6_f32",
@@ -62,10 +63,10 @@ def test_the_spread_names_fixtures_that_exist():
 
 @pytest.mark.parametrize("entry,strategy", CASES)
 def test_rewritten_for_gpu_runs_on_cpu_and_equals_the_spec(entry, strategy):
-    text = (numerics.FIXTURES / entry["file"]).read_text()
+    text = (FIXTURES / entry["file"]).read_text()
     new_text, report = pool3d_pass.rewrite_text(text, target="gpu", strategy=strategy)
     assert report.rewritten == entry["expected_pool_gradients"], [m.reason for m in report.missed]
     assert "stablehlo.select_and_scatter" not in new_text and "@pool3d." not in new_text
     assert "__gpu$xla.gpu.triton" not in new_text  # interpret mode: plain StableHLO
-    args = numerics.make_args(entry, "smallint", seed=sum(map(ord, entry["name"])))
-    numerics._compare_outputs(entry, run_stablehlo(spec_text(text), args), run_stablehlo(new_text, args))
+    args = make_args(entry, "smallint", seed=sum(map(ord, entry["name"])))
+    compare_outputs(entry, run_stablehlo(spec_text(text), args), run_stablehlo(new_text, args))

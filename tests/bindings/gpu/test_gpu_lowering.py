@@ -5,7 +5,7 @@ with plain jaxlib (JAX >= 0.11 through an abstract H200 device, see
 bindings/gpu/calls.py). The Triton IR inside each call is decoded and checked
 for what the NaN rule forbids (`maxnumf` and friends drop NaN). Every
 positive fixture is rewritten for the gpu target; the numerics of those
-programs run in tests/numerics/test_gpu_fixtures.py (interpret mode).
+programs run in tests/bindings/gpu/test_gpu_fixtures.py (interpret mode).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from pool3d_pass.rewriting.strategy import preferred_strategy
 from corpus import ENTRIES, FIXTURES  # noqa: E402
 
 # These tests lower the Pallas kernels directly, not through the pass (which logs JAX's
-# deprecation of its Triton backend once instead: tests/pass_/test_gpu_auto.py).
+# deprecation of its Triton backend once instead: tests/bindings/gpu/test_gpu_auto.py).
 pytestmark = [pytest.mark.gpu, pytest.mark.filterwarnings("ignore:The Pallas Triton backend is deprecated:DeprecationWarning")]
 POSITIVE = [e for e in ENTRIES if not e["negative"]]
 TRITON = "__gpu$xla.gpu.triton"
@@ -43,7 +43,7 @@ ATTRS = dict(kernel_size=(3, 3, 3), stride=(2, 2, 2), padding=(1, 1, 1))
 @pytest.fixture(autouse=True)
 def not_interpreted(monkeypatch):
     monkeypatch.delenv(calls.INTERPRET_ENV, raising=False)
-    # The Pallas kernels, also where the CUDA library is built (tests/pass_/test_cuda_binding.py
+    # The Pallas kernels, also where the CUDA library is built (tests/bindings/gpu/test_cuda_binding.py
     # covers that one); the pass caches lowerings, so each switch clears them.
     monkeypatch.setenv("POOL3D_GPU_IMPL", "pallas")
     pool3d_pass.clear_caches()

@@ -2,7 +2,7 @@
 
 Run on a Neuron host, in the Neuron SDK's JAX environment (docs/neuron.md):
 
-    python -m pytest tests/kernels/test_neuron_device.py -v    # or `make neuron-check`, the full check
+    python -m pytest tests/bindings/neuron/test_neuron_device.py -v    # or `make neuron-check`, the full check
 
 Each configuration compiles the same max-pool gradient twice for the neuron
 platform, with plain `jax.jit` (select_and_scatter, compiled by neuronx-cc)

@@ -1,0 +1,105 @@
+"""The reference binding (pure JAX, `bindings/reference/calls.py`) against the contract's numpy statement.
+
+The reference binding is the executable statement of the semantics: other
+tests use it as the oracle where the CPU kernels have no counterpart (the
+CUDA kernels' mixed layouts). Here each of its five calls is checked against
+`contract_numpy.max_pool_grad_reference`, an independent float64 transcription
+of docs/contract.md: the forward maxima, the indices (first maximal real tap,
+-1 for none), and every gradient, on tie-heavy inputs with NaNs and signed
+zeros, in both layouts and with output_format differing from data_format.
+Gradients are small integers, so every sum is exact and the comparison is
+bit for bit.
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import ml_dtypes
+import numpy as np
+import pytest
+
+from pool3d_pass.bindings import reference
+
+from contract_numpy import max_pool_grad_reference, output_shape
+
+# (kernel_size, stride, padding): disjoint, the 2-D-in-3-D (1,2,2), overlapping with padding.
+GEOMETRIES = [((2, 2, 2), (2, 2, 2), (0, 0, 0)), ((1, 2, 2), (1, 2, 2), (0, 0, 0)),
+              ((3, 3, 3), (2, 2, 2), (1, 1, 1)), ((3, 3, 3), (1, 1, 1), (1, 1, 1))]
+LAYOUTS = [("NCDHW", "NCDHW"), ("NDHWC", "NDHWC"), ("NCDHW", "NDHWC")]
+DTYPES = [np.float32, ml_dtypes.bfloat16]
+SHAPE_NCDHW = (2, 3, 4, 5, 6)
+
+
+def _to(layout, array):
+    return np.moveaxis(array, 1, -1) if layout == "NDHWC" else array
+
+
+def _from(layout, array):
+    return np.moveaxis(array, -1, 1) if layout == "NDHWC" else array
+
+
+def _inputs(dtype, kernel_size, stride, padding):
+    rng = np.random.default_rng(7)
+    x = rng.integers(-2, 3, SHAPE_NCDHW).astype(np.float64)  # many ties
+    x[0, 0, 0, 0, :3] = np.nan
+    x[1, 1] = np.where(x[1, 1] == 0, -0.0, x[1, 1])  # signed zeros tie with +0
+    x = x.astype(dtype)
+    out = output_shape(SHAPE_NCDHW, (1, 1, *kernel_size), (1, 1, *stride),
+                       ((0, 0), (0, 0), *((p, p) for p in padding)))
+    g = rng.integers(-8, 9, out).astype(dtype)
+    return x, g
+
+
+def _numpy(x, g, kernel_size, stride, padding, y=None):
+    return max_pool_grad_reference(x, g, (1, 1, *kernel_size), (1, 1, *stride),
+                                   ((0, 0), (0, 0), *((p, p) for p in padding)), y=y)
+
+
+def _bits(array, dtype):
+    return np.asarray(array, dtype=dtype).view(np.uint16 if dtype == ml_dtypes.bfloat16 else np.uint32)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize(("data_format", "output_format"), LAYOUTS, ids=lambda f: f)
+@pytest.mark.parametrize(("kernel_size", "stride", "padding"), GEOMETRIES,
+                         ids=lambda v: "x".join(map(str, v)))
+def test_every_call_states_the_contract(kernel_size, stride, padding, data_format, output_format, dtype):
+    x, g = _inputs(dtype, kernel_size, stride, padding)
+    expected = _numpy(x, g, kernel_size, stride, padding)
+    attributes = dict(kernel_size=kernel_size, stride=stride, padding=padding,
+                      data_format=data_format, output_format=output_format)
+    xin, gin = jnp.asarray(_to(data_format, x)), jnp.asarray(_to(output_format, g))
+
+    y, indices = reference.max_pooling_3d_forward(xin, **attributes)
+    y, indices = _from(output_format, np.asarray(y)), _from(output_format, np.asarray(indices))
+    np.testing.assert_array_equal(y.astype(np.float64), expected.y)  # NaN where the window holds one
+    np.testing.assert_array_equal(indices, expected.selected)
+    assert (indices == -1).sum() == np.isnan(expected.y).sum() > 0  # a NaN window selects nothing
+
+    y_only = _from(output_format, np.asarray(reference.max_pooling_3d_forward_output(xin, **attributes)))
+    np.testing.assert_array_equal(_bits(y_only, dtype), _bits(y, dtype))
+
+    want = _bits(expected.grad, dtype)  # small integers: every sum exact, signs of zeros included
+    got = {
+        "backward": reference.max_pooling_3d_backward(gin, xin, jnp.asarray(_to(output_format, y)), **attributes),
+        "backward_from_input": reference.max_pooling_3d_backward_from_input(gin, xin, **attributes),
+        "backward_from_indices": reference.max_pooling_3d_backward_from_indices(
+            gin, jnp.asarray(_to(output_format, indices)), input_shape=xin.shape, **attributes),
+    }
+    for name, grad in got.items():
+        assert grad.dtype == dtype, name
+        np.testing.assert_array_equal(_bits(_from(data_format, np.asarray(grad)), dtype), want, err_msg=name)
+
+
+def test_backward_selects_against_the_output_it_is_given():
+    """`backward` recomputes the selection from the `output` operand, not from its own maximum."""
+    kernel_size, stride, padding = (2, 2, 2), (2, 2, 2), (0, 0, 0)
+    x, g = _inputs(np.float32, kernel_size, stride, padding)
+    x = np.nan_to_num(x)
+    y = _numpy(x, g, kernel_size, stride, padding).y.astype(np.float32)
+    y_low = y - 1  # another maximum: the selection follows it (its first equal tap, or none)
+    expected = _numpy(x, g, kernel_size, stride, padding, y=y_low.astype(np.float64))
+    grad = reference.max_pooling_3d_backward(jnp.asarray(g), jnp.asarray(x), jnp.asarray(y_low),
+                                             kernel_size=kernel_size, stride=stride, padding=padding)
+    np.testing.assert_array_equal(np.asarray(grad), expected.grad.astype(np.float32))
+    assert not np.array_equal(expected.grad, _numpy(x, g, kernel_size, stride, padding).grad)
