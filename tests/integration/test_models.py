@@ -9,6 +9,8 @@ the kernel call in the compiled program and none of XLA's gradient ops left
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -47,10 +49,15 @@ class FlaxCNN(flax_linen.Module):
         return flax_linen.Dense(4)(x.reshape(x.shape[0], -1))
 
 
-def flax_step():
+@functools.cache  # initialising op by op compiles each op: seconds a model, so once a process
+def _flax_model():
     model = FlaxCNN()
     x = jax.nn.relu(jax.random.normal(jax.random.PRNGKey(1), (2, 12, 12, 12, 3)))
-    params = model.init(jax.random.PRNGKey(0), x)
+    return model, jax.jit(model.init)(jax.random.PRNGKey(0), x), x
+
+
+def flax_step():
+    model, params, x = _flax_model()
 
     def step(params, x):
         return jax.value_and_grad(lambda p: jnp.mean(model.apply(p, x) ** 2))(params)
@@ -76,10 +83,15 @@ class EquinoxCNN(eqx.Module):
         return self.pool2(jax.nn.relu(self.conv2(x)))
 
 
-def equinox_step():
+@functools.cache
+def _equinox_model():
     model = EquinoxCNN(jax.random.PRNGKey(0))
     params, static = eqx.partition(model, eqx.is_array)  # what eqx.filter_jit does, by hand
-    x = jax.nn.relu(jax.random.normal(jax.random.PRNGKey(1), (2, 3, 12, 12, 12)))
+    return params, static, jax.nn.relu(jax.random.normal(jax.random.PRNGKey(1), (2, 3, 12, 12, 12)))
+
+
+def equinox_step():
+    params, static, x = _equinox_model()
 
     def step(params, x):
         loss = lambda p: jnp.mean(jax.vmap(eqx.combine(p, static))(x) ** 2)  # noqa: E731
