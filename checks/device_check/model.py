@@ -20,10 +20,7 @@ import numpy as np
 
 from checks.device_check import trace
 from checks.device_check.jobs import kernel_calls
-from checks.device_check.timing import _jax_timer, measure
-
-DEVICE = {"batch": (8, 16, 112, 112, 3), "channels": (64, 128, 256, 256)}
-DRY_RUN = {"batch": (1, 4, 8, 8, 3), "channels": (4, 8)}
+from checks.device_check.timing import C3D_SIZES, _jax_timer, measure
 
 
 def run(rec, budget, dry_run: bool, log, rounds: int) -> None:
@@ -34,7 +31,7 @@ def run(rec, budget, dry_run: bool, log, rounds: int) -> None:
     import pool3d_pass
     from bench import cases, flax_c3d
 
-    cfg = DRY_RUN if dry_run else DEVICE
+    cfg = C3D_SIZES["dry_run" if dry_run else "device"]
     for name in ("bf16", "f32"):
         label = f"flax C3D {name} {cfg['batch']} channels {cfg['channels']}"
         if not budget.fits(20.0):

@@ -109,12 +109,19 @@ def model_pools(net, batch_shape) -> list[tuple]:
     return found
 
 
+# The C3D model's batch and channels per level (bench/flax_c3d.py), on a device and in a dry run:
+# its pools are timed here, its train step by the model stage (model.py).
+C3D_SIZES = {
+    "device": {"batch": (8, 16, 112, 112, 3), "channels": (64, 128, 256, 256)},
+    "dry_run": {"batch": (1, 4, 8, 8, 3), "channels": (4, 8)},
+}
+
+
 def c3d_cases(dry_run: bool) -> list[Timed]:
     """C3D's pools (NDHWC) at the model stage's batch and channels, bf16 and f32 activations."""
     from bench import flax_c3d
-    from checks.device_check.model import DEVICE, DRY_RUN
 
-    cfg = DRY_RUN if dry_run else DEVICE
+    cfg = C3D_SIZES["dry_run" if dry_run else "device"]
     out = []
     for dtype_name in ("bf16", "f32"):
         net = flax_c3d.model(cfg["channels"], flax_c3d.PRECISIONS[dtype_name])
