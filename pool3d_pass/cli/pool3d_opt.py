@@ -125,7 +125,7 @@ def _diagnostic_line(error, name: str) -> str:
     program's source where the input carries one (as mlir-opt reports it). A
     location with no file in it (a name, unknown) gives `name: error: ...`.
     """
-    from pool3d_pass.matching.ir_utils import format_location
+    from pool3d_pass.ir.locations import format_location
 
     diagnostics = getattr(error, "error_diagnostics", None) or []
     if not diagnostics:

@@ -26,7 +26,7 @@ LAYERS = [
     (f"{ROOT}.cli", f"{ROOT}.integration"),
     (f"{ROOT}.rewriting",),
     (f"{ROOT}.matching", f"{ROOT}.bindings"),
-    (f"{ROOT}.contract", f"{ROOT}.report", f"{ROOT}.safe_parse", f"{ROOT}.ir_context"),
+    (f"{ROOT}.contract", f"{ROOT}.ir", f"{ROOT}.report", f"{ROOT}.safe_parse", f"{ROOT}.ir_context"),
     (f"{ROOT}.options", f"{ROOT}.environment", f"{ROOT}.jax_compat", f"{ROOT}.caches"),
 ]
 
