@@ -66,7 +66,7 @@ def parallel_only(hlo: xc.HloSharding, layout: str, shape: tuple[int, ...]) -> x
     folded into one trailing replicated dimension: each device keeps its
     batch/channel block.
     """
-    if hlo.is_manual() or hlo.is_unreduced():  # per-shard code gets the single-device call (rewriting/per_shard.py)
+    if hlo.is_manual() or hlo.is_unreduced():  # per-shard code gets the single-device call (splicing/per_shard.py)
         raise ValueError(f"pool3d: cannot partition a call whose operand sharding is {hlo}")
     if hlo.is_replicated() or hlo.is_maximal() or not hlo.is_tiled():
         return xc.HloSharding.replicate()

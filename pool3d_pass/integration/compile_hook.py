@@ -15,7 +15,7 @@ A rewrite never breaks a program: if XLA fails to compile the rewritten
 module (any error), the original module is compiled instead, with one warning
 naming the reason and a saved reproducer (`module_rewrite.compile_failed`).
 While the rewritten module compiles, the binding lowerings spliced into it
-are kept alive (`splice.keeping_alive`): XLA's partitioner calls back into
+are kept alive (`splicing.keeping_alive`): XLA's partitioner calls back into
 their custom_partitioning callbacks, which JAX holds only weakly.
 
 `JAX_INTERNALS` lists every private JAX name this package relies on;
@@ -55,7 +55,7 @@ def install() -> None:
 
     from pool3d_pass import caches
     from pool3d_pass.integration import module_rewrite, routing
-    from pool3d_pass.rewriting import splice
+    from pool3d_pass import splicing
 
     with _install_lock:
         if installed():
@@ -69,7 +69,7 @@ def install() -> None:
             options = routing.options()
             if options is None:
                 return original(backend, computation, devices, *args, **kwargs)
-            with splice.keeping_alive():
+            with splicing.keeping_alive():
                 rewritten = module_rewrite.rewrite_for_platform(
                     computation, backend.platform, devices=devices, options=options)
                 if rewritten is computation:

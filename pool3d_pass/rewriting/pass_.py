@@ -19,8 +19,8 @@ from jaxlib.mlir._mlir_libs._mlir import rewrite as mlir_rewrite
 
 from pool3d_pass import environment
 from pool3d_pass.bindings.registry import Binding, binding_for, platforms
-from pool3d_pass.ir_context import make_context
 from pool3d_pass.ir.attributes import attribute_values_cached
+from pool3d_pass.ir_context import make_context
 from pool3d_pass.options import NEUTRAL, PassOptions, check_word, pass_options
 from pool3d_pass.report import RewriteReport
 from pool3d_pass.rewriting import cleanup

@@ -35,19 +35,18 @@ from jaxlib.mlir.dialects import stablehlo
 
 from pool3d_pass.bindings.registry import Binding, CallSignature
 from pool3d_pass.contract import FORWARD_OUTPUT, INDEX_TYPE, SUPPORTED_DTYPES
-from pool3d_pass.matching import NoMatch, match_pool_gradient
 from pool3d_pass.ir.constraints import through_open_constraints
 from pool3d_pass.ir.locations import format_location
 from pool3d_pass.ir.ops import defining_op, op_name
+from pool3d_pass.matching import NoMatch, match_pool_gradient
 from pool3d_pass.matching.forward import find_forward
 from pool3d_pass.matching.forward_pool import is_max_pool, match_forward_pool
 from pool3d_pass.matching.neutral_call import NeutralCall, read_neutral_call
 from pool3d_pass.options import PassOptions
 from pool3d_pass.report import FORWARD_ALONE, FORWARD_OF_GRADIENT, NEUTRAL_CALL, Miss, Rewrite, RewriteReport
-from pool3d_pass.rewriting import cleanup, emit, remarks
-from pool3d_pass.rewriting.inference import replace_with_forward_output, signature_of
+from pool3d_pass.rewriting import cleanup, remarks
 from pool3d_pass.rewriting.indices import SavedForward, build_from_indices, build_from_input, replace_forward
-from pool3d_pass.rewriting.per_shard import PerShardCode
+from pool3d_pass.rewriting.inference import replace_with_forward_output, signature_of
 from pool3d_pass.rewriting.recompute import build_recompute
 from pool3d_pass.rewriting.strategy import (
     BARE_INDICES,
@@ -57,6 +56,7 @@ from pool3d_pass.rewriting.strategy import (
     StrategyChooser,
     binding_refusal,
 )
+from pool3d_pass.splicing import PerShardCode, emitter
 
 # The bindings' convention: a pattern returns a truthy value when it did NOT match.
 _NO_MATCH = True
@@ -71,7 +71,7 @@ class PassRun:
         self.binding = binding  # the target's, resolved once per pass (None: neutral, or no binding)
         # which code runs per shard (a shard_map body), for the emitter and the remarks
         self.per_shard = PerShardCode() if options.partitioned and not options.neutral else None
-        self.emit = emit.for_run(options, binding, self.per_shard)
+        self.emit = emitter(options, binding, self.per_shard)
         self.chooser = StrategyChooser(options, binding)
         self.report = RewriteReport(strategy=self.chooser.strategy)
         self.pending_folds: list[tuple[ir.OpView, ir.OpView | None]] = []

@@ -25,6 +25,7 @@ LAYERS = [
     (ROOT,),
     (f"{ROOT}.cli", f"{ROOT}.integration"),
     (f"{ROOT}.rewriting",),
+    (f"{ROOT}.splicing",),  # emitting a call: the neutral custom call, or a binding lowered and spliced in
     (f"{ROOT}.matching", f"{ROOT}.bindings"),
     (f"{ROOT}.contract", f"{ROOT}.ir", f"{ROOT}.report", f"{ROOT}.safe_parse", f"{ROOT}.ir_context"),
     (f"{ROOT}.options", f"{ROOT}.environment", f"{ROOT}.jax_compat", f"{ROOT}.caches"),

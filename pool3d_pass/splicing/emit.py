@@ -19,13 +19,13 @@ from jaxlib.mlir import ir
 from pool3d_pass.bindings.registry import Binding
 from pool3d_pass.contract.custom_call import CallBuilder
 from pool3d_pass.options import PassOptions
-from pool3d_pass.rewriting.per_shard import PerShardCode
-from pool3d_pass.rewriting.splice import call_binding
+from pool3d_pass.splicing.per_shard import PerShardCode
+from pool3d_pass.splicing.splice import splice_call
 
 Emit = Callable[..., list[ir.Value]]
 
 
-def for_run(options: PassOptions, binding: Binding | None, per_shard: PerShardCode | None = None) -> Emit:
+def emitter(options: PassOptions, binding: Binding | None, per_shard: PerShardCode | None = None) -> Emit:
     """The neutral call's builder, or `binding` (the target's) spliced in, on `options.mesh` if given.
 
     One per pass run: the neutral builder keeps the attributes it built for the run's later calls.
@@ -35,11 +35,11 @@ def for_run(options: PassOptions, binding: Binding | None, per_shard: PerShardCo
     if options.neutral or binding is None:
         return CallBuilder()
     if options.mesh is None:
-        return functools.partial(call_binding, binding, mesh=None)
+        return functools.partial(splice_call, binding, mesh=None)
     per_shard = per_shard or PerShardCode()
 
     def emit(*args, **kwargs) -> list[ir.Value]:
         here = ir.InsertionPoint.current.block
-        return call_binding(binding, *args, mesh=None if per_shard.contains(here) else options.mesh, **kwargs)
+        return splice_call(binding, *args, mesh=None if per_shard.contains(here) else options.mesh, **kwargs)
 
     return emit

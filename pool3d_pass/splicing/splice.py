@@ -33,7 +33,7 @@ from jaxlib.mlir import ir
 from pool3d_pass import caches, environment
 from pool3d_pass.bindings.registry import Binding
 from pool3d_pass.contract import CALLS
-from pool3d_pass.rewriting import partition_keys
+from pool3d_pass.splicing import partition_keys
 
 logger = logging.getLogger("pool3d_pass")
 _NUMPY_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "i16": "int16"}
@@ -177,7 +177,7 @@ def _main_function(module: ir.Module) -> ir.OpView:
     raise BindingLoweringError("lowered binding has no main function")
 
 
-def call_binding(
+def splice_call(
     binding: Binding,
     call: str,
     operands,
