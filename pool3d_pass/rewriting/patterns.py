@@ -22,7 +22,7 @@ second walk with one pattern:
   (inference) becomes that call where the binding accepts its configuration
   (rewriting/inference.py); the others stay, with a remark.
 
-The pass that applies them (pass_.py) is the public API; what the patterns
+The pass that applies them (max_pool_backward.py) is the public API; what the patterns
 leave without uses is erased by cleanup.py, and their remarks are written by
 remarks.py.
 """

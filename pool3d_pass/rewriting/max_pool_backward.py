@@ -1,4 +1,4 @@
-"""The pool3d MLIR pass and its public API: `add_pass`, `rewrite`, `rewrite_text`.
+"""The pool3d MLIR pass, `pool3d-max-pool-backward`, and its public API: `add_pass`, `rewrite`, `rewrite_text`.
 
 One pass, runnable in any PassManager next to upstream passes (`add_pass`),
 or directly on a module (`rewrite`) or on text (`rewrite_text`). Each run
