@@ -4,7 +4,7 @@ A bare custom call is replicated by the partitioner (an all-gather of every
 operand). Wrapped in `jax.experimental.custom_partitioning` it partitions.
 One machinery serves every binding whose calls are single-device JAX
 functions of the contract's signature (the CPU kernels; the gpu binding's
-CUDA or Pallas kernels): `partitioned_calls(kernel_of)` gives the five
+CUDA or Pallas kernels): `partitioned_calls(single_device)` gives the five
 public functions, each `partitionable(call, kernel, attributes)` around the
 binding's single-device function of that call. Every call partitions the
 same way:
@@ -139,20 +139,23 @@ def partitionable(call: str, kernel: Callable, attributes: tuple) -> Callable:
     return partitioned
 
 
-def partitioned_calls(kernel_of: Callable[[str], Callable], binding: str) -> dict[str, Callable]:
+def partitioned_calls(single_device: Callable[..., Callable], binding: str, *,
+                      takes_settings: bool = False) -> dict[str, Callable]:
     """{"max_pooling_3d_<kind>": function} for every call of the contract, each partitionable.
 
-    `kernel_of(kind)` is the binding's single-device function of `kind`,
+    `single_device(kind)` is the binding's single-device function of `kind`,
     asked for whenever a call is traced (so it may pin what serves then);
+    with `takes_settings`, each function takes the pass run's `settings=`
+    (as `contract_function`'s do), handed on as `single_device(kind, settings)`.
     `binding` names the binding in errors.
     """
 
-    def implement(kind: str, operands: tuple, attributes: dict):
+    def implement(kind: str, operands: tuple, attributes: dict, *settings):
         if attributes["output_format"] != attributes["data_format"]:
             raise NotImplementedError(f"the partitionable {binding} binding needs output_format == data_format")
         keywords = PoolConfig.of(attributes).attributes()
         if "input_shape" in attributes:
             keywords["input_shape"] = tuple(int(v) for v in attributes["input_shape"])
-        return partitionable(kind, kernel_of(kind), tuple(sorted(keywords.items())))(*operands)
+        return partitionable(kind, single_device(kind, *settings), tuple(sorted(keywords.items())))(*operands)
 
-    return contract_functions(implement)
+    return contract_functions(implement, takes_settings=takes_settings)

@@ -17,7 +17,6 @@ from collections.abc import Callable
 from jaxlib.mlir import ir, passmanager
 from jaxlib.mlir._mlir_libs._mlir import rewrite as mlir_rewrite
 
-from pool3d_pass import environment
 from pool3d_pass.bindings.registry import Binding, binding_for, platforms
 from pool3d_pass.ir.attributes import attribute_values_cached
 from pool3d_pass.ir_context import make_context
@@ -39,7 +38,7 @@ def _run_callable(on_report: Callable[[RewriteReport], None] | None, options: Pa
     def run(op: ir.Operation, pass_) -> None:
         state = PassRun(options, binding)
         try:
-            with attribute_values_cached(), environment.applying(options):
+            with attribute_values_cached():
                 mlir_rewrite.walk_and_apply_patterns(op, state.patterns())
                 state.erase_replaced_forwards()
                 forward_alone = state.forward_alone_patterns()

@@ -35,6 +35,7 @@ from jaxlib.mlir.dialects import stablehlo
 
 from pool3d_pass.bindings.registry import Binding, CallSignature
 from pool3d_pass.contract import FORWARD_OUTPUT, INDEX_TYPE, SUPPORTED_DTYPES
+from pool3d_pass.environment import binding_settings
 from pool3d_pass.ir.constraints import through_open_constraints
 from pool3d_pass.ir.locations import format_location
 from pool3d_pass.ir.ops import defining_op, op_name
@@ -69,10 +70,13 @@ class PassRun:
     def __init__(self, options: PassOptions, binding: Binding | None):
         self.options = options
         self.binding = binding  # the target's, resolved once per pass (None: neutral, or no binding)
+        # what the binding reads beyond each call (its option, else its environment variable), resolved
+        # once: handed to the binding with every call it lowers, and to its speed rule and remark
+        self.settings = binding_settings(options)
         # which code runs per shard (a shard_map body), for the emitter and the remarks
         self.per_shard = PerShardCode() if options.partitioned and not options.neutral else None
-        self.emit = emitter(options, binding, self.per_shard)
-        self.chooser = StrategyChooser(options, binding)
+        self.emit = emitter(options, binding, self.settings, self.per_shard)
+        self.chooser = StrategyChooser(options, binding, self.settings)
         self.report = RewriteReport(strategy=self.chooser.strategy)
         self.pending_folds: list[tuple[ir.OpView, ir.OpView | None]] = []
         self.saved_forwards: dict[ir.Operation, SavedForward] = {}
@@ -84,7 +88,7 @@ class PassRun:
 
     def _serving(self, op: ir.OpView) -> str:
         per_shard = self.per_shard is not None and self.per_shard.contains(op.operation.block)
-        return remarks.serving(self.options, self.binding) + remarks.partitioning(self.options, per_shard=per_shard)
+        return remarks.serving(self.options, self.binding, self.settings) + remarks.partitioning(self.options, per_shard=per_shard)
 
     def patterns(self) -> mlir_rewrite.FrozenRewritePatternSet:
         patterns = mlir_rewrite.RewritePatternSet()

@@ -1,6 +1,7 @@
 """Splice a binding in place of a neutral call: lower it with JAX, move its ops in.
 
-The binding's function for the call is lowered by `jax.jit(...).trace(...).lower(
+The binding's function for the call (`Binding.function`, the pass run's
+settings bound) is lowered by `jax.jit(...).trace(...).lower(
 lowering_platforms=(platform,))` for the call's exact shapes, dtypes and
 attributes (cached: a model with a hundred identical pools lowers once) and
 parsed into the target module's context. Its `main` ops are moved in front of
@@ -9,7 +10,10 @@ private functions it calls (JAX outlines e.g. `jnp.where`) move into the
 target module under fresh names. (The upstream `inline` pass would be simpler,
 but jaxlib's context lacks the func dialect's inliner extension.)
 
-What is cached per lowering is its text, and for a partitionable lowering the
+A lowering is cached per (binding, call, operand shapes and types,
+attributes, mesh, settings): the settings change what the binding lowers
+to (the gpu binding's kernels and interpret mode), so they are part of the
+key. What is cached per lowering is its text, and for a partitionable lowering the
 `custom_partitioning` callbacks its calls name (`partition_keys.py`: re-keyed
 so the program's persistent-cache key is the same in every process). The
 cache is bounded (`CACHE_SIZE` lowerings) and cleared by `jax.clear_caches()`
@@ -30,9 +34,10 @@ from dataclasses import dataclass
 
 from jaxlib.mlir import ir
 
-from pool3d_pass import caches, environment
+from pool3d_pass import caches
 from pool3d_pass.bindings.registry import Binding
 from pool3d_pass.contract import CALLS
+from pool3d_pass.environment import BindingSettings
 from pool3d_pass.splicing import partition_keys
 
 logger = logging.getLogger("pool3d_pass")
@@ -67,14 +72,14 @@ def keeping_alive() -> Iterator[list]:
 
 
 @caches.bounded(CACHE_SIZE)
-def _lowered(binding: Binding, call: str, operand_specs: tuple, attributes: tuple, mesh=None,
-             settings: tuple = ()) -> LoweredBinding:
-    # `settings` (environment.settings_key()) is read by the binding while it lowers: a key, not an input.
+def _lowered(binding: Binding, call: str, operand_specs: tuple, attributes: tuple, mesh,
+             settings: BindingSettings) -> LoweredBinding:
     import jax
     import jax.numpy as jnp
 
     caches.register_with_jax()
-    function = functools.partial(binding.function(call, partitioned=mesh is not None), **dict(attributes))
+    function = binding.function(call, partitioned=mesh is not None, settings=settings)
+    function = functools.partial(function, **dict(attributes))
     avals = [jax.ShapeDtypeStruct(shape, jnp.dtype(_NUMPY_DTYPES[dtype])) for shape, dtype in operand_specs]
     jit_options = {}
     if mesh is not None:
@@ -189,12 +194,14 @@ def splice_call(
     data_format: str,
     output_format: str | None = None,
     mesh=None,
+    settings: BindingSettings,
 ) -> list[ir.Value]:
     """Emit `binding`'s function for `call` on these operands at the current insertion point.
 
     Same signature and results as `contract.custom_call.build_call`. With a
     `jax.sharding.Mesh` of the program's devices, the binding's partitionable
-    version is lowered for that mesh.
+    version is lowered for that mesh. `settings`: the pass run's, handed to
+    the binding (`Binding.function`).
     """
     attributes = (
         ("kernel_size", tuple(kernel_size)),
@@ -205,7 +212,7 @@ def splice_call(
     )
     if CALLS[call].takes_input_shape:  # no operand has the forward input's shape: the result has
         attributes += (("input_shape", tuple(ir.RankedTensorType(result_types[0]).shape)),)
-    lowered = _lowered(binding, call, tuple(_spec(v) for v in operands), attributes, mesh, environment.settings_key())
+    lowered = _lowered(binding, call, tuple(_spec(v) for v in operands), attributes, mesh, settings)
     kept = _keepalive.get()
     if kept is not None:
         kept.append(lowered)
