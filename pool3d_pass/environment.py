@@ -33,9 +33,10 @@ CUDA_VECTOR = "POOL3D_CUDA_VECTOR"
 
 # name: (what it sets, the PassOptions field it overrides or None, who reads it)
 VARIABLES = {
-    GPU_KERNELS: ("the gpu binding's kernels: auto, cuda or pallas", "gpu_kernels", "bindings/gpu/implementation.py"),
+    GPU_KERNELS: ("the gpu binding's kernels: auto, cuda or pallas", "gpu_kernels",
+                  "binding_settings, for bindings/gpu/implementation.py"),
     GPU_INTERPRET: ("1: the Pallas kernels run in interpret mode, as plain StableHLO", "gpu_interpret",
-                    "bindings/gpu/calls.py"),
+                    "binding_settings, for bindings/gpu/calls.py"),
     GPU_DEVICE_KIND: ("the GPU the Triton kernels are lowered for, and whose measured table strategy auto "
                       "reads, where none is present (default NVIDIA H200)",
                       None, "bindings/gpu/calls.py, bindings/gpu/speed.py"),

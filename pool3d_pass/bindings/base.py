@@ -85,7 +85,7 @@ class Binding:
 
 
 def contract_preconditions(signature: CallSignature) -> str | None:
-    """The kernel's own limits, which every binding inherits."""
+    """The contract's own limits, which every binding inherits."""
     if signature.call not in CALLS:
         return f"unknown call {signature.call!r}"
     if len({signature.grad_output_type, signature.input_type, signature.output_type}) != 1:

@@ -5,7 +5,7 @@ operand). Wrapped in `jax.experimental.custom_partitioning` it partitions.
 One machinery serves every binding whose calls are single-device JAX
 functions of the contract's signature (the CPU kernels; the gpu binding's
 CUDA or Pallas kernels): `partitioned_calls(single_device)` gives the five
-public functions, each `partitionable(call, kernel, attributes)` around the
+public functions, each `partitionable(call, single_device, attributes)` around the
 binding's single-device function of that call. Every call partitions the
 same way:
 
@@ -91,10 +91,10 @@ def parallel_only(hlo: xc.HloSharding, layout: str, shape: tuple[int, ...]) -> x
 
 
 @caches.bounded(256)
-def partitionable(call: str, kernel: Callable, attributes: tuple) -> Callable:
-    """`kernel` (a binding's single-device function of `call`) with its attributes bound, partitionable.
+def partitionable(call: str, single_device: Callable, attributes: tuple) -> Callable:
+    """`single_device` (a binding's single-device function of `call`) with its attributes bound, partitionable.
 
-    `attributes`: the kernel's keyword arguments as sorted (name, value) pairs,
+    `attributes`: the function's keyword arguments as sorted (name, value) pairs,
     hashable (`input_shape` the global one where the call takes it). Same
     layout for every tensor (data_format == output_format).
     """
@@ -107,7 +107,7 @@ def partitionable(call: str, kernel: Callable, attributes: tuple) -> Callable:
 
     @custom_partitioning
     def partitioned(*operands):
-        return kernel(*operands, **keywords)
+        return single_device(*operands, **keywords)
 
     def sharding(arg_shapes) -> GSPMDSharding:
         deciding = arg_shapes[decides]
@@ -123,7 +123,7 @@ def partitionable(call: str, kernel: Callable, attributes: tuple) -> Callable:
         local = keywords
         if spec.takes_input_shape:  # the kernel on one device sees its shard of the input
             local = {**keywords, "input_shape": tuple(chosen.shard_shape(tuple(keywords["input_shape"])))}
-        lower = functools.partial(kernel, **local)
+        lower = functools.partial(single_device, **local)
         return mesh, lower, results(chosen), tuple(chosen for _ in spec.operands)
 
     def infer_sharding_from_operands(mesh, arg_shapes, result_shape):

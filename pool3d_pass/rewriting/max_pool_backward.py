@@ -34,9 +34,18 @@ PASS_DESCRIPTION = (
 )
 
 
-def _run_callable(on_report: Callable[[RewriteReport], None] | None, options: PassOptions, binding: Binding | None):
+def _run_callable(on_report: Callable[[RewriteReport], None] | None, options: PassOptions, binding: Binding | None,
+                  spliced: list | None = None):
+    """The pass's body, which the PassManager calls with each module it runs on (`pm.run`).
+
+    Each run makes a `patterns.PassRun` (the run's settings, emitter and
+    strategy chooser; its patterns call `splicing.emitter`'s `Emit` for every
+    contract call they emit), applies its patterns and hands the report to
+    `on_report`. `spliced`: see `add_pass`.
+    """
+
     def run(op: ir.Operation, pass_) -> None:
-        state = PassRun(options, binding)
+        state = PassRun(options, binding, spliced)
         try:
             with attribute_values_cached():
                 mlir_rewrite.walk_and_apply_patterns(op, state.patterns())
@@ -98,6 +107,7 @@ def add_pass(
     *,
     on_report: Callable[[RewriteReport], None] | None = None,
     binding: Binding | None = None,
+    spliced: list | None = None,
     **keywords,
 ) -> None:
     """Append the pass to `pm`; `on_report` receives each run's report.
@@ -112,7 +122,10 @@ def add_pass(
     rewriting/strategy.py); `filename` names the input in locations. A
     binding whose packages are missing raises ImportError here, naming them.
     `binding`: the target's binding when the caller has resolved it already
-    (`resolve_binding`). Bad arguments: TypeError or ValueError, naming them.
+    (`resolve_binding`). `spliced`: a list that receives each binding lowering
+    spliced in; holding it keeps their `custom_partitioning` callbacks alive
+    (JAX holds them weakly) until XLA has partitioned the module (the compile
+    hook does). Bad arguments: TypeError or ValueError, naming them.
     """
     if not isinstance(pm, passmanager.PassManager):
         raise TypeError(f"pm must be a jaxlib.mlir.passmanager.PassManager, got {pm!r:.60} ({type(pm).__name__})")
@@ -122,7 +135,7 @@ def add_pass(
     if binding is None:
         binding = resolve_binding(options)
     pm.add(
-        _run_callable(on_report, options, binding),
+        _run_callable(on_report, options, binding, spliced),
         name=PASS_NAME,
         argument=PASS_ARGUMENT,
         description=PASS_DESCRIPTION,
@@ -130,22 +143,23 @@ def add_pass(
 
 
 def rewrite(
-    module: ir.Module, options: PassOptions | None = None, *, binding: Binding | None = None, **keywords
+    module: ir.Module, options: PassOptions | None = None, *, binding: Binding | None = None,
+    spliced: list | None = None, **keywords
 ) -> RewriteReport:
     """Rewrite every max-pool gradient in `module` in place; the module is verified after.
 
     `module`: a `jaxlib.mlir.ir.Module` (or its `builtin.module` operation).
     `options`, or its fields as keywords (`target=`, `strategy=`, `mesh=`,
-    `filename=`): see `add_pass`. A wrong type is a TypeError, an unknown
-    target or strategy a ValueError naming the accepted ones.
+    `filename=`): see `add_pass`, and `binding`, `spliced`. A wrong type is a
+    TypeError, an unknown target or strategy a ValueError naming the accepted ones.
     """
     operation = _module_operation(module)
     options = checked_options(options, keywords)
     total = RewriteReport()
     with operation.context:
         pm = passmanager.PassManager("builtin.module")
-        add_pass(pm, options, on_report=total.merge, binding=binding)
-        pm.run(operation)
+        add_pass(pm, options, on_report=total.merge, binding=binding, spliced=spliced)
+        pm.run(operation)  # runs `_run_callable`'s `run` on the module
     return total
 
 

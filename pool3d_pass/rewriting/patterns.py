@@ -67,7 +67,7 @@ _MATCHED = False
 class PassRun:
     """State of one application of the patterns to one operation."""
 
-    def __init__(self, options: PassOptions, binding: Binding | None):
+    def __init__(self, options: PassOptions, binding: Binding | None, spliced: list | None = None):
         self.options = options
         self.binding = binding  # the target's, resolved once per pass (None: neutral, or no binding)
         # what the binding reads beyond each call (its option, else its environment variable), resolved
@@ -75,7 +75,7 @@ class PassRun:
         self.settings = binding_settings(options)
         # which code runs per shard (a shard_map body), for the emitter and the remarks
         self.per_shard = PerShardCode() if options.partitioned and not options.neutral else None
-        self.emit = emitter(options, binding, self.settings, self.per_shard)
+        self.emit = emitter(options, binding, self.settings, self.per_shard, spliced)
         self.chooser = StrategyChooser(options, binding, self.settings)
         self.report = RewriteReport(strategy=self.chooser.strategy)
         self.pending_folds: list[tuple[ir.OpView, ir.OpView | None]] = []

@@ -8,8 +8,8 @@ gradient) and the bindings (`bindings/`, which say what runs each call):
   (`contract.custom_call`) or splices the target's binding in;
 - `splice.py`: `splice_call`, lowering a binding's function for one call with
   JAX (cached per call, shapes, attributes, mesh and binding settings) and
-  moving its ops in place; `keeping_alive()`, which holds the lowerings a
-  compile spliced until XLA has partitioned it;
+  moving its ops in place (each lowering appended to the caller's
+  `spliced` list, whose holder keeps their partitioning callbacks alive);
 - `per_shard.py`: which code of a multi-device program runs per shard (a
   shard_map body), where the single-device kernel is spliced;
 - `partition_keys.py`: process-independent keys for the `custom_partitioning`
@@ -18,6 +18,6 @@ gradient) and the bindings (`bindings/`, which say what runs each call):
 
 from pool3d_pass.splicing.emit import Emit, emitter
 from pool3d_pass.splicing.per_shard import PerShardCode
-from pool3d_pass.splicing.splice import BindingLoweringError, keeping_alive, splice_call
+from pool3d_pass.splicing.splice import BindingLoweringError, splice_call
 
-__all__ = ["BindingLoweringError", "Emit", "PerShardCode", "emitter", "keeping_alive", "splice_call"]
+__all__ = ["BindingLoweringError", "Emit", "PerShardCode", "emitter", "splice_call"]

@@ -31,23 +31,24 @@ Emit = Callable[..., list[ir.Value]]
 
 
 def emitter(options: PassOptions, binding: Binding | None, settings: BindingSettings,
-            per_shard: PerShardCode | None = None) -> Emit:
+            per_shard: PerShardCode | None = None, spliced: list | None = None) -> Emit:
     """The neutral call's builder, or `binding` (the target's) spliced in, on `options.mesh` if given.
 
     One per pass run: the neutral builder keeps the attributes it built for the run's later calls.
     (A target without a binding never emits: the pass refuses its gradients first.) `settings`:
     the run's (`environment.binding_settings(options)`), handed to the binding with every call.
     `per_shard`: the run's answer to which code runs per shard (the remarks ask it too), else a new one.
+    `spliced`: where given, receives each lowering spliced in (`splice.splice_call`).
     """
     if options.neutral or binding is None:
         return CallBuilder()
     if options.mesh is None:
-        return functools.partial(splice_call, binding, mesh=None, settings=settings)
+        return functools.partial(splice_call, binding, mesh=None, settings=settings, spliced=spliced)
     per_shard = per_shard or PerShardCode()
 
     def emit(*args, **kwargs) -> list[ir.Value]:
         here = ir.InsertionPoint.current.block
         mesh = None if per_shard.contains(here) else options.mesh
-        return splice_call(binding, *args, mesh=mesh, settings=settings, **kwargs)
+        return splice_call(binding, *args, mesh=mesh, settings=settings, spliced=spliced, **kwargs)
 
     return emit

@@ -18,13 +18,13 @@ key. What is cached per lowering is its text, and for a partitionable lowering t
 so the program's persistent-cache key is the same in every process). The
 cache is bounded (`CACHE_SIZE` lowerings) and cleared by `jax.clear_caches()`
 and `pool3d_pass.clear_caches()` (`caches.py`). A compile keeps the callbacks of the
-lowerings it spliced alive until XLA has partitioned it (`keeping_alive`).
+lowerings it spliced alive until XLA has partitioned it: `splice_call` appends
+each lowering to the caller's `spliced` list, which the compile hook holds.
 """
 
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import functools
 import logging
 import threading
@@ -55,20 +55,6 @@ CACHE_SIZE = 256  # lowerings: distinct (call, shapes, attributes, mesh); a few 
 class LoweredBinding:
     text: str  # the lowered module
     callbacks: tuple  # custom_partitioning callback objects its calls name (weakly held by JAX)
-
-
-_keepalive: contextvars.ContextVar[list | None] = contextvars.ContextVar("pool3d_pass_keepalive", default=None)
-
-
-@contextlib.contextmanager
-def keeping_alive() -> Iterator[list]:
-    """Within the block, every lowering spliced in this context stays alive (its callbacks too)."""
-    kept: list = []
-    token = _keepalive.set(kept)
-    try:
-        yield kept
-    finally:
-        _keepalive.reset(token)
 
 
 @caches.bounded(CACHE_SIZE)
@@ -195,13 +181,15 @@ def splice_call(
     output_format: str | None = None,
     mesh=None,
     settings: BindingSettings,
+    spliced: list | None = None,
 ) -> list[ir.Value]:
     """Emit `binding`'s function for `call` on these operands at the current insertion point.
 
     Same signature and results as `contract.custom_call.build_call`. With a
     `jax.sharding.Mesh` of the program's devices, the binding's partitionable
     version is lowered for that mesh. `settings`: the pass run's, handed to
-    the binding (`Binding.function`).
+    the binding (`Binding.function`). `spliced`: where given, the lowering is
+    appended to it (its callbacks live while the list does).
     """
     attributes = (
         ("kernel_size", tuple(kernel_size)),
@@ -213,9 +201,8 @@ def splice_call(
     if CALLS[call].takes_input_shape:  # no operand has the forward input's shape: the result has
         attributes += (("input_shape", tuple(ir.RankedTensorType(result_types[0]).shape)),)
     lowered = _lowered(binding, call, tuple(_spec(v) for v in operands), attributes, mesh, settings)
-    kept = _keepalive.get()
-    if kept is not None:
-        kept.append(lowered)
+    if spliced is not None:
+        spliced.append(lowered)
 
     source = ir.Module.parse(lowered.text)
     main = _main_function(source)

@@ -201,7 +201,7 @@ def _empty(shape, dtype):
 # --- the contract's calls -----------------------------------------------------
 
 
-def _window_call(input, g, kernels, interpret, *, y=None, store_y, store_index, name):  # noqa: A002
+def _run_window_kernel(input, g, kernels, interpret, *, y=None, store_y, store_index, name):  # noqa: A002
     with contextlib.nullcontext() if interpret else _lowering_device():
         return kernels.window(
             input.reshape(-1), None if y is None else y.reshape(-1), g,
@@ -209,7 +209,7 @@ def _window_call(input, g, kernels, interpret, *, y=None, store_y, store_index, 
         )
 
 
-def _gather_call(grad_output, indices, g, kernels, interpret, dtype):
+def _run_gather_kernel(grad_output, indices, g, kernels, interpret, dtype):
     with contextlib.nullcontext() if interpret else _lowering_device():
         return kernels.gather(
             grad_output.reshape(-1), indices.reshape(-1), g, dtype=dtype, interpret=interpret,
@@ -226,7 +226,7 @@ def _forward(operands, g, kernels, interpret):
     shape = _output_shape(g)
     if g.out_size == 0:
         return _empty(shape, input.dtype), _empty(shape, jax.numpy.int16)
-    y, index = _window_call(input, g, kernels, interpret, store_y=True, store_index=True, name="forward")
+    y, index = _run_window_kernel(input, g, kernels, interpret, store_y=True, store_index=True, name="forward")
     return y.reshape(shape), index.reshape(shape)
 
 
@@ -235,7 +235,7 @@ def _forward_output(operands, g, kernels, interpret):
     shape = _output_shape(g)
     if g.out_size == 0:
         return _empty(shape, input.dtype)
-    (y,) = _window_call(input, g, kernels, interpret, store_y=True, store_index=False, name="forward_output")
+    (y,) = _run_window_kernel(input, g, kernels, interpret, store_y=True, store_index=False, name="forward_output")
     return y.reshape(shape)
 
 
@@ -244,23 +244,23 @@ def _backward_from_indices(operands, g, kernels, interpret):
     shape = _input_shape(g)
     if g.in_size == 0:
         return _empty(shape, grad_output.dtype)
-    return _gather_call(grad_output, indices, g, kernels, interpret, grad_output.dtype).reshape(shape)
+    return _run_gather_kernel(grad_output, indices, g, kernels, interpret, grad_output.dtype).reshape(shape)
 
 
 def _backward(operands, g, kernels, interpret):
     grad_output, input, output = operands  # noqa: A001
     if g.in_size == 0:
         return _empty(input.shape, input.dtype)
-    (index,) = _window_call(input, g, kernels, interpret, y=output, store_y=False, store_index=True, name="select")
-    return _gather_call(grad_output, index, g, kernels, interpret, input.dtype).reshape(input.shape)
+    (index,) = _run_window_kernel(input, g, kernels, interpret, y=output, store_y=False, store_index=True, name="select")
+    return _run_gather_kernel(grad_output, index, g, kernels, interpret, input.dtype).reshape(input.shape)
 
 
 def _backward_from_input(operands, g, kernels, interpret):
     grad_output, input = operands  # noqa: A001
     if g.in_size == 0:
         return _empty(input.shape, input.dtype)
-    (index,) = _window_call(input, g, kernels, interpret, store_y=False, store_index=True, name="indices")
-    return _gather_call(grad_output, index, g, kernels, interpret, input.dtype).reshape(input.shape)
+    (index,) = _run_window_kernel(input, g, kernels, interpret, store_y=False, store_index=True, name="indices")
+    return _run_gather_kernel(grad_output, index, g, kernels, interpret, input.dtype).reshape(input.shape)
 
 
 _PALLAS = {"forward": _forward, "forward_output": _forward_output, "backward_from_indices": _backward_from_indices,
