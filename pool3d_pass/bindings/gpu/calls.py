@@ -251,7 +251,8 @@ def _backward(operands, g, kernels, interpret):
     grad_output, input, output = operands  # noqa: A001
     if g.in_size == 0:
         return _empty(input.shape, input.dtype)
-    (index,) = _run_window_kernel(input, g, kernels, interpret, y=output, store_y=False, store_index=True, name="select")
+    (index,) = _run_window_kernel(input, g, kernels, interpret, y=output, store_y=False, store_index=True,
+                                  name="select")
     return _run_gather_kernel(grad_output, index, g, kernels, interpret, input.dtype).reshape(input.shape)
 
 
