@@ -11,7 +11,7 @@ gradient) and the bindings (`bindings/`, which say what runs each call):
   moving its ops in place (each lowering appended to the caller's
   `spliced` list, whose holder keeps their partitioning callbacks alive);
 - `per_shard.py`: which code of a multi-device program runs per shard (a
-  shard_map body), where the single-device kernel is spliced;
+  shard_map body), where the binding's single-device function is spliced;
 - `partition_keys.py`: process-independent keys for the `custom_partitioning`
   callbacks a partitionable lowering names.
 """

@@ -10,7 +10,7 @@ the binding's function for the call is lowered with JAX and its ops moved in.
 
 For a program compiled for several devices, a binding emits its partitionable
 version, except in code that runs per shard (a `jax.shard_map` body:
-`per_shard.py`), which gets the single-device kernel.
+`per_shard.py`), which gets its single-device function.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ results of `stablehlo.custom_call @SPMDFullToShardShape` (the values made
 manual); such a function runs per shard too.
 
 A function called from both a manual body and automatic code counts as
-per-shard (the single-device kernel is correct in both places).
+per-shard (the single-device function is correct in both places).
 """
 
 from __future__ import annotations

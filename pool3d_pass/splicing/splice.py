@@ -70,7 +70,7 @@ def _lowered(binding: Binding, call: str, operand_specs: tuple, attributes: tupl
     jit_options = {}
     if mesh is not None:
         # Lowered for the program's devices, so custom_partitioning emits its
-        # partitionable call instead of inlining the single-device kernel.
+        # partitionable call instead of inlining the single-device function.
         replicated = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
         jit_options = {"in_shardings": replicated, "out_shardings": replicated}
     try:
