@@ -196,7 +196,7 @@ def test_unmeasured_cuda_kernels_are_used_nowhere_under_auto(monkeypatch):
     """Where the CUDA kernels serve and no device run has measured them, auto leaves every pool to XLA."""
     from pool3d_pass.bindings.gpu import binding as gpu_binding
 
-    monkeypatch.setattr(gpu_binding, "implementation", lambda: "cuda")
+    monkeypatch.setattr(gpu_binding, "implementation", lambda settings: "cuda")
     text = _grad_program((2, 16, 64, 64, 64), jnp.float32, *NDHWC_K2)  # a class the Pallas kernels won
     if any(impl == "cuda" for impl, _ in measured.RUNS):
         pytest.skip("a device run has measured the CUDA kernels")
