@@ -52,8 +52,8 @@ def require() -> None:
             raise ImportError("the pool3d gpu binding runs on CUDA; this JAX's gpu backend is ROCm")
 
 
-def implementation(settings: BindingSettings) -> str:
-    """Which kernels serve the gpu platform with these settings: "cuda" or "pallas" (implementation.py decides)."""
+def implementation(settings: BindingSettings | None = None) -> str:
+    """Which kernels serve the gpu platform with these settings (None: the environment's): "cuda" or "pallas"."""
     from pool3d_pass.bindings.gpu import implementation as choice
 
     return choice.implementation(settings)
