@@ -35,7 +35,7 @@ def _inputs() -> list[tuple[Path, list[str]]]:
 
 
 def _targets() -> list[tuple[str, list[str]]]:
-    from pool3d_pass.rewriting.pass_ import targets
+    from pool3d_pass.rewriting import targets
 
     choices = []
     for target in targets():

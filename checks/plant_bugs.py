@@ -60,7 +60,7 @@ class Plant:
 PLANTS = (
     Plant(
         name="nki-launch-swaps-grad-output-and-output",
-        path="pool3d_pass/bindings/neuron/__init__.py",
+        path="pool3d_pass/bindings/neuron/calls.py",
         find="        grad_output=grad_output,\n        input_tensor=trimmed,\n        output_tensor=output,\n",
         replace="        grad_output=output,\n        input_tensor=trimmed,\n        output_tensor=grad_output,\n",
         tests=("tests/bindings/neuron/test_neuron_binding.py::test_the_binding_hands_the_kernel_each_tensor_and_attribute_in_its_place",),

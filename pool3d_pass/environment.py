@@ -2,20 +2,20 @@
 
 Settings a user chooses per rewrite are `PassOptions` fields (options.py);
 an environment variable is only an override for runs where no option was
-given (a test harness, a device check, a program one cannot edit). While the
-pass runs, `applying(options)` makes that run's options the ones the
-bindings read: `gpu_kernels()` and `gpu_interpret()` return the option where
-it is set, else the variable's value. `settings_key()` is part of every
-cached lowering's key, so two runs with different settings never share one.
+given (a test harness, a device check, a program one cannot edit).
+`binding_settings(options)` resolves the settings a binding reads (the
+option where it is set, else the variable's value) into one `BindingSettings`
+value, once per pass run; the pass hands it to the binding as an argument
+(`Binding.function(call, settings=...)`) and keys every cached lowering by
+it, so two runs with different settings never share one. Nothing here is
+ambient: no context variable, nothing set for the duration of a run.
 No JAX is imported here.
 """
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import os
-from collections.abc import Iterator
+from dataclasses import dataclass
 
 GPU_KERNELS = "POOL3D_GPU_IMPL"
 GPU_INTERPRET = "POOL3D_GPU_INTERPRET"
@@ -33,9 +33,10 @@ CUDA_VECTOR = "POOL3D_CUDA_VECTOR"
 
 # name: (what it sets, the PassOptions field it overrides or None, who reads it)
 VARIABLES = {
-    GPU_KERNELS: ("the gpu binding's kernels: auto, cuda or pallas", "gpu_kernels", "bindings/gpu/implementation.py"),
+    GPU_KERNELS: ("the gpu binding's kernels: auto, cuda or pallas", "gpu_kernels",
+                  "binding_settings, for bindings/gpu/implementation.py"),
     GPU_INTERPRET: ("1: the Pallas kernels run in interpret mode, as plain StableHLO", "gpu_interpret",
-                    "bindings/gpu/calls.py"),
+                    "binding_settings, for bindings/gpu/calls.py"),
     GPU_DEVICE_KIND: ("the GPU the Triton kernels are lowered for, and whose measured table strategy auto "
                       "reads, where none is present (default NVIDIA H200)",
                       None, "bindings/gpu/calls.py, bindings/gpu/speed.py"),
@@ -54,43 +55,39 @@ VARIABLES = {
     CUDA_VECTOR: ("0: the CUDA kernels' generic (scalar) paths only", None, "bindings/gpu/cuda/kernels.cu, at every call"),
 }
 
-_active: contextvars.ContextVar = contextvars.ContextVar("pool3d_pass_options", default=None)
+
+@dataclass(frozen=True)
+class BindingSettings:
+    """The settings a binding reads beyond its call, resolved: an argument of its functions, a key of each lowering.
+
+    `gpu_kernels`: the gpu binding's kernels asked for ("auto", "cuda",
+    "pallas"; another word is the gpu binding's to refuse, with a warning);
+    `gpu_interpret`: whether its Pallas kernels run in interpret mode. Other
+    bindings ignore both.
+    """
+
+    gpu_kernels: str = "auto"
+    gpu_interpret: bool = False
 
 
-@contextlib.contextmanager
-def applying(options) -> Iterator[None]:
-    """Within the block, the bindings read `options`' settings (the pass's run)."""
-    token = _active.set(options)
-    try:
-        yield
-    finally:
-        _active.reset(token)
+def binding_settings(options=None) -> BindingSettings:
+    """The settings of a run with `options` (a PassOptions, or None): each option where set, else its variable's.
 
-
-def gpu_kernels() -> str:
-    """The gpu kernels asked for: the run's `gpu_kernels` option, else $POOL3D_GPU_IMPL, else "auto"."""
-    options = _active.get()
-    if options is not None and options.gpu_kernels is not None:
-        return options.gpu_kernels
-    return os.environ.get(GPU_KERNELS, "").strip().lower() or "auto"
-
-
-def gpu_interpret() -> bool:
-    """Pallas interpret mode: the run's `gpu_interpret` option, else $POOL3D_GPU_INTERPRET == "1"."""
-    options = _active.get()
-    if options is not None and options.gpu_interpret is not None:
-        return options.gpu_interpret
-    return os.environ.get(GPU_INTERPRET, "") == "1"
+    `gpu_kernels`: the option, else $POOL3D_GPU_IMPL, else "auto"; `gpu_interpret`:
+    the option, else $POOL3D_GPU_INTERPRET == "1".
+    """
+    kernels = getattr(options, "gpu_kernels", None)
+    if kernels is None:
+        kernels = os.environ.get(GPU_KERNELS, "").strip().lower() or "auto"
+    interpret = getattr(options, "gpu_interpret", None)
+    if interpret is None:
+        interpret = os.environ.get(GPU_INTERPRET, "") == "1"
+    return BindingSettings(kernels, interpret)
 
 
 def gpu_device_kind() -> str:
     """The GPU model assumed where no CUDA device is present: $POOL3D_GPU_DEVICE_KIND, else NVIDIA H200."""
     return os.environ.get(GPU_DEVICE_KIND) or GPU_DEVICE_KIND_DEFAULT
-
-
-def settings_key() -> tuple:
-    """What a binding's lowering depends on beyond its call: part of the lowering cache's key."""
-    return (gpu_kernels(), gpu_interpret())
 
 
 def command_flags(options, target: str | None = None) -> str:
@@ -103,13 +100,8 @@ def command_flags(options, target: str | None = None) -> str:
     target = target or options.target
     flags = [f"--target={target}", f"--strategy={options.strategy}"]
     if target == "gpu":
-        kernels = options.gpu_kernels
-        if kernels is None:
-            kernels = os.environ.get(GPU_KERNELS, "").strip().lower() or "auto"
-        flags.append(f"--gpu-kernels={kernels}")
-        interpret = options.gpu_interpret
-        if interpret is None:
-            interpret = os.environ.get(GPU_INTERPRET, "") == "1"
-        if interpret:
+        settings = binding_settings(options)
+        flags.append(f"--gpu-kernels={settings.gpu_kernels}")
+        if settings.gpu_interpret:
             flags.append("--gpu-interpret")
     return " ".join(flags)

@@ -180,7 +180,7 @@ JAX_INTERNALS: tuple[tuple[str, str, tuple[str, ...] | None], ...] = (
     ("jax", "clear_caches", ()),
     ("jax._src.source_info_util", "register_exclusion", ("path",)),
     ("jax._src.traceback_util", "register_exclusion", ("path",)),
-    # custom_partitioning's callback registry, keyed by backend_config (rewriting/partition_keys.py)
+    # custom_partitioning's callback registry, keyed by backend_config (splicing/partition_keys.py)
     ("jax._src.custom_partitioning", "_sharding_callbacks", None),
     # the sharding of an HloSharding, which the partitionable bindings return (bindings/partitioned.py)
     ("jax._src.sharding_impls", "GSPMDSharding", None),

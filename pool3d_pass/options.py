@@ -6,7 +6,7 @@ carries it unchanged:
 
 * `target`: `NEUTRAL` (the platform-neutral calls of docs/contract.md) or a
   platform name ("cpu", "neuron", ...) whose binding is spliced in; the
-  platforms are the bindings' registry's, so the pass (rewriting/pass_.py)
+  platforms are the bindings' registry's, so the pass (rewriting/max_pool_backward.py)
   refuses a name without a binding, not this module.
 * `strategy`: `AUTO` (the platform's choice), `RECOMPUTE` (one backward call
   on grad_output, input, output) or `INDICES` (the forward call and the

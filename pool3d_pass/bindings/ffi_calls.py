@@ -27,6 +27,7 @@ import numpy as np
 
 from pool3d_pass.contract import CALLS, INDEX_TYPE, INPUT, LAYOUTS, TARGETS, TENSOR_SHAPES
 from pool3d_pass.contract.pool_config import PoolConfig
+from pool3d_pass.environment import binding_settings
 
 # The element type of the forward's indices (contract.INDEX_TYPE, "i16").
 INDEX_DTYPE = np.dtype({"i16": np.int16}[INDEX_TYPE])
@@ -69,7 +70,8 @@ def input_shape_of(kind: str, operands: tuple, attributes: dict) -> tuple[int, .
     return tuple(int(n) for n in attributes["input_shape"])
 
 
-def contract_function(kind: str, implement: Callable, doc: str | None = None) -> Callable:
+def contract_function(kind: str, implement: Callable, doc: str | None = None, *,
+                      takes_settings: bool = False) -> Callable:
     """The public function of the contract's `kind` call, `max_pooling_3d_<kind>(*operands, **attributes)`.
 
     Its signature is the call's (operands as `contract.CALLS` names them, then
@@ -77,7 +79,10 @@ def contract_function(kind: str, implement: Callable, doc: str | None = None) ->
     `output_format=` defaulting to `data_format`). Every binding's public
     functions are made here; what a binding writes is `implement(kind,
     operands, attributes)`: the operands in the contract's order and the
-    attributes by name, `output_format` filled in.
+    attributes by name, `output_format` filled in. With `takes_settings`, the
+    function also takes `settings=` (an `environment.BindingSettings`; None:
+    the environment's), passed on as `implement(kind, operands, attributes,
+    settings)`.
     """
     call = CALLS[kind]
     keywords = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default)
@@ -85,6 +90,8 @@ def contract_function(kind: str, implement: Callable, doc: str | None = None) ->
                                       ("stride", inspect.Parameter.empty), ("padding", inspect.Parameter.empty),
                                       ("data_format", "NCDHW"), ("output_format", None))
                 if name != "input_shape" or call.takes_input_shape]
+    if takes_settings:
+        keywords.append(inspect.Parameter("settings", inspect.Parameter.KEYWORD_ONLY, default=None))
     signature = inspect.Signature(
         [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for name in call.operands] + keywords)
 
@@ -95,6 +102,9 @@ def contract_function(kind: str, implement: Callable, doc: str | None = None) ->
         operands = tuple(values.pop(name) for name in call.operands)
         if values["output_format"] is None:
             values["output_format"] = values["data_format"]
+        if takes_settings:
+            settings = values.pop("settings")
+            return implement(kind, operands, values, binding_settings() if settings is None else settings)
         return implement(kind, operands, values)
 
     function.__name__ = function.__qualname__ = f"max_pooling_3d_{kind}"
@@ -104,9 +114,11 @@ def contract_function(kind: str, implement: Callable, doc: str | None = None) ->
     return function
 
 
-def contract_functions(implement: Callable, docs: dict[str, str] | None = None) -> dict[str, Callable]:
+def contract_functions(implement: Callable, docs: dict[str, str] | None = None, *,
+                       takes_settings: bool = False) -> dict[str, Callable]:
     """{"max_pooling_3d_<kind>": contract_function(kind, implement)} for every call of the contract."""
-    return {f"max_pooling_3d_{kind}": contract_function(kind, implement, (docs or {}).get(kind)) for kind in CALLS}
+    return {f"max_pooling_3d_{kind}": contract_function(kind, implement, (docs or {}).get(kind),
+                                                        takes_settings=takes_settings) for kind in CALLS}
 
 
 def _ffi_implementation(register: Callable[[], None]) -> Callable:

@@ -4,8 +4,8 @@ A bare custom call is replicated by the partitioner (an all-gather of every
 operand). Wrapped in `jax.experimental.custom_partitioning` it partitions.
 One machinery serves every binding whose calls are single-device JAX
 functions of the contract's signature (the CPU kernels; the gpu binding's
-CUDA or Pallas kernels): `partitioned_calls(kernel_of)` gives the five
-public functions, each `partitionable(call, kernel, attributes)` around the
+CUDA or Pallas kernels): `partitioned_calls(single_device)` gives the five
+public functions, each `partitionable(call, single_device, attributes)` around the
 binding's single-device function of that call. Every call partitions the
 same way:
 
@@ -66,7 +66,7 @@ def parallel_only(hlo: xc.HloSharding, layout: str, shape: tuple[int, ...]) -> x
     folded into one trailing replicated dimension: each device keeps its
     batch/channel block.
     """
-    if hlo.is_manual() or hlo.is_unreduced():  # per-shard code gets the single-device call (rewriting/per_shard.py)
+    if hlo.is_manual() or hlo.is_unreduced():  # per-shard code gets the single-device call (splicing/per_shard.py)
         raise ValueError(f"pool3d: cannot partition a call whose operand sharding is {hlo}")
     if hlo.is_replicated() or hlo.is_maximal() or not hlo.is_tiled():
         return xc.HloSharding.replicate()
@@ -91,10 +91,10 @@ def parallel_only(hlo: xc.HloSharding, layout: str, shape: tuple[int, ...]) -> x
 
 
 @caches.bounded(256)
-def partitionable(call: str, kernel: Callable, attributes: tuple) -> Callable:
-    """`kernel` (a binding's single-device function of `call`) with its attributes bound, partitionable.
+def partitionable(call: str, single_device: Callable, attributes: tuple) -> Callable:
+    """`single_device` (a binding's single-device function of `call`) with its attributes bound, partitionable.
 
-    `attributes`: the kernel's keyword arguments as sorted (name, value) pairs,
+    `attributes`: the function's keyword arguments as sorted (name, value) pairs,
     hashable (`input_shape` the global one where the call takes it). Same
     layout for every tensor (data_format == output_format).
     """
@@ -107,7 +107,7 @@ def partitionable(call: str, kernel: Callable, attributes: tuple) -> Callable:
 
     @custom_partitioning
     def partitioned(*operands):
-        return kernel(*operands, **keywords)
+        return single_device(*operands, **keywords)
 
     def sharding(arg_shapes) -> GSPMDSharding:
         deciding = arg_shapes[decides]
@@ -123,7 +123,7 @@ def partitionable(call: str, kernel: Callable, attributes: tuple) -> Callable:
         local = keywords
         if spec.takes_input_shape:  # the kernel on one device sees its shard of the input
             local = {**keywords, "input_shape": tuple(chosen.shard_shape(tuple(keywords["input_shape"])))}
-        lower = functools.partial(kernel, **local)
+        lower = functools.partial(single_device, **local)
         return mesh, lower, results(chosen), tuple(chosen for _ in spec.operands)
 
     def infer_sharding_from_operands(mesh, arg_shapes, result_shape):
@@ -139,20 +139,23 @@ def partitionable(call: str, kernel: Callable, attributes: tuple) -> Callable:
     return partitioned
 
 
-def partitioned_calls(kernel_of: Callable[[str], Callable], binding: str) -> dict[str, Callable]:
+def partitioned_calls(single_device: Callable[..., Callable], binding: str, *,
+                      takes_settings: bool = False) -> dict[str, Callable]:
     """{"max_pooling_3d_<kind>": function} for every call of the contract, each partitionable.
 
-    `kernel_of(kind)` is the binding's single-device function of `kind`,
+    `single_device(kind)` is the binding's single-device function of `kind`,
     asked for whenever a call is traced (so it may pin what serves then);
+    with `takes_settings`, each function takes the pass run's `settings=`
+    (as `contract_function`'s do), handed on as `single_device(kind, settings)`.
     `binding` names the binding in errors.
     """
 
-    def implement(kind: str, operands: tuple, attributes: dict):
+    def implement(kind: str, operands: tuple, attributes: dict, *settings):
         if attributes["output_format"] != attributes["data_format"]:
             raise NotImplementedError(f"the partitionable {binding} binding needs output_format == data_format")
         keywords = PoolConfig.of(attributes).attributes()
         if "input_shape" in attributes:
             keywords["input_shape"] = tuple(int(v) for v in attributes["input_shape"])
-        return partitionable(kind, kernel_of(kind), tuple(sorted(keywords.items())))(*operands)
+        return partitionable(kind, single_device(kind, *settings), tuple(sorted(keywords.items())))(*operands)
 
-    return contract_functions(implement)
+    return contract_functions(implement, takes_settings=takes_settings)

@@ -5,7 +5,7 @@ with that call's signature (docs/contract.md; e.g. `max_pooling_3d_backward(
 grad_output, input, output, *, kernel_size, stride, padding, data_format,
 output_format) -> grad_input`), plus the preconditions it needs beyond the
 contract. The pass lowers the function for one call's shapes and dtypes and
-splices the lowered ops in place of the neutral call (`rewriting/splice.py`).
+splices the lowered ops in place of the neutral call (`splicing/splice.py`).
 The calls a binding implements decide the strategies its platform can get.
 Which binding applies follows the platform the program is compiled for; a
 platform with no binding gets no rewrite at all, so no call that it cannot run

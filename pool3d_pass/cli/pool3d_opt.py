@@ -25,7 +25,7 @@ from pool3d_pass import environment, safe_parse
 from pool3d_pass.cli.pipeline import DEFAULT_PIPELINE, build_pass_manager
 from pool3d_pass.options import AUTO, GPU_KERNELS, NEUTRAL, STRATEGIES, PassOptions
 from pool3d_pass.report import RewriteReport
-from pool3d_pass.rewriting.pass_ import targets
+from pool3d_pass.rewriting import targets
 
 SPLIT_MARKER = re.compile(r"^// -----\s*$", re.MULTILINE)
 PROG = "pool3d-opt"
@@ -125,7 +125,7 @@ def _diagnostic_line(error, name: str) -> str:
     program's source where the input carries one (as mlir-opt reports it). A
     location with no file in it (a name, unknown) gives `name: error: ...`.
     """
-    from pool3d_pass.matching.ir_utils import format_location
+    from pool3d_pass.ir.locations import format_location
 
     diagnostics = getattr(error, "error_diagnostics", None) or []
     if not diagnostics:

@@ -15,8 +15,9 @@ A rewrite never breaks a program: if XLA fails to compile the rewritten
 module (any error), the original module is compiled instead, with one warning
 naming the reason and a saved reproducer (`module_rewrite.compile_failed`).
 While the rewritten module compiles, the binding lowerings spliced into it
-are kept alive (`splice.keeping_alive`): XLA's partitioner calls back into
-their custom_partitioning callbacks, which JAX holds only weakly.
+are kept alive (the `spliced` list the rewrite fills, held by the wrapper):
+XLA's partitioner calls back into their custom_partitioning callbacks, which
+JAX holds only weakly.
 
 `JAX_INTERNALS` lists every private JAX name this package relies on;
 `check_jax_internals()` fails with a message naming what moved (both live in
@@ -55,7 +56,6 @@ def install() -> None:
 
     from pool3d_pass import caches
     from pool3d_pass.integration import module_rewrite, routing
-    from pool3d_pass.rewriting import splice
 
     with _install_lock:
         if installed():
@@ -69,15 +69,16 @@ def install() -> None:
             options = routing.options()
             if options is None:
                 return original(backend, computation, devices, *args, **kwargs)
-            with splice.keeping_alive():
-                rewritten = module_rewrite.rewrite_for_platform(
-                    computation, backend.platform, devices=devices, options=options)
-                if rewritten is computation:
-                    return original(backend, computation, devices, *args, **kwargs)
-                try:
-                    return original(backend, rewritten, devices, *args, **kwargs)
-                except Exception as error:  # noqa: BLE001 -- any failure: compile the original
-                    module_rewrite.compile_failed(computation, backend.platform, devices, options, error)
+            # The lowerings spliced in, referenced by this frame until the compile below returns.
+            spliced: list = []
+            rewritten = module_rewrite.rewrite_for_platform(
+                computation, backend.platform, devices=devices, options=options, spliced=spliced)
+            if rewritten is computation:
+                return original(backend, computation, devices, *args, **kwargs)
+            try:
+                return original(backend, rewritten, devices, *args, **kwargs)
+            except Exception as error:  # noqa: BLE001 -- any failure: compile the original
+                module_rewrite.compile_failed(computation, backend.platform, devices, options, error)
             return original(backend, computation, devices, *args, **kwargs)
 
         setattr(compile_or_get_cached, HOOK_MARKER, True)

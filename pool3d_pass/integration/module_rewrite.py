@@ -106,14 +106,15 @@ def compile_failed(module: ir.Module, platform: str, devices, options: PassOptio
 
 
 def rewrite_for_platform(
-    module: ir.Module, platform: str, devices=None, options: PassOptions = PassOptions()
+    module: ir.Module, platform: str, devices=None, options: PassOptions = PassOptions(), spliced: list | None = None
 ) -> ir.Module:
     """The module to compile for `platform` on `devices`: `module` itself, or a rewritten copy.
 
     `devices` is the compile's device assignment (any array-like of devices); a
     program for several devices gets the binding's partitionable version.
     `options` (`routing.options()`: the strategy asked for) get this compile's
-    target and mesh.
+    target and mesh. `spliced`: receives the binding lowerings spliced in
+    (`rewriting.rewrite`); the caller holds it while XLA compiles the result.
     """
     name = module_name(module)
     binding = binding_for(platform)
@@ -149,7 +150,7 @@ def rewrite_for_platform(
 
     copy = copy_module(module)
     try:
-        report = rewrite(copy, options.replace(target=platform, mesh=mesh), binding=binding)
+        report = rewrite(copy, options.replace(target=platform, mesh=mesh), binding=binding, spliced=spliced)
         copy.operation.verify()
     except Exception:  # noqa: BLE001 -- see the module docstring
         logger.warning(

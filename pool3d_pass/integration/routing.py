@@ -32,7 +32,11 @@ from collections.abc import Iterator
 
 from pool3d_pass.options import STRATEGIES, PassOptions
 
-# Options: rewrite with them (inside a pool3d_pass.jit compile); None: follow the switch.
+# The package's one context variable. Options: rewrite with them (inside a pool3d_pass.jit
+# compile); None: follow the switch. A context variable because JAX calls the compile hook
+# deep inside `jax.jit` with no argument of ours: the scope set around a pool3d_pass.jit call
+# must reach that hook in the same thread or task and no other. What the rewrite itself needs
+# (options, then the binding's settings) is passed on as arguments from the hook down.
 _scope: contextvars.ContextVar[PassOptions | None] = contextvars.ContextVar(
     "pool3d_pass_scope", default=None
 )

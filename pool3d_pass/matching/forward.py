@@ -25,7 +25,9 @@ from __future__ import annotations
 
 from jaxlib.mlir import ir
 
-from pool3d_pass.matching import ir_utils as u
+from pool3d_pass.ir.attributes import i64_array, is_negative_infinity, padding_pairs
+from pool3d_pass.ir.constraints import is_binary_body
+from pool3d_pass.ir.ops import op_name
 from pool3d_pass.matching.pool import negative_infinity_pad
 from pool3d_pass.matching.select_and_scatter import PoolGradient
 
@@ -42,7 +44,7 @@ def _computes_forward(
     (low, high) edges are `pad_edges`.
     """
     # Cheapest and most selective checks first: the pass runs this per use of x.
-    if u.op_name(candidate) != "stablehlo.reduce_window":
+    if op_name(candidate) != "stablehlo.reduce_window":
         return False
     if len(candidate.operands) != 2 or len(candidate.results) != 1:
         return False
@@ -50,20 +52,20 @@ def _computes_forward(
         return False
     rank = len(match.window.dimensions)
     ones = (1,) * rank
-    padding = u.padding_pairs(candidate, rank)
+    padding = padding_pairs(candidate, rank)
     if pad_edges is not None:
         padding = tuple((lo + p_lo, hi + p_hi) for (lo, hi), (p_lo, p_hi) in zip(padding, pad_edges))
     if (
-        u.i64_array(candidate, "window_dimensions", ones) != match.window.dimensions
-        or u.i64_array(candidate, "window_strides", ones) != match.window.strides
+        i64_array(candidate, "window_dimensions", ones) != match.window.dimensions
+        or i64_array(candidate, "window_strides", ones) != match.window.strides
         or padding != match.window.padding
-        or u.i64_array(candidate, "base_dilations", ones) != ones
-        or u.i64_array(candidate, "window_dilations", ones) != ones
+        or i64_array(candidate, "base_dilations", ones) != ones
+        or i64_array(candidate, "window_dilations", ones) != ones
     ):
         return False
-    if not u.is_negative_infinity(candidate.operands[1]):
+    if not is_negative_infinity(candidate.operands[1]):
         return False
-    return u.is_binary_body(candidate.regions[0], ("stablehlo.maximum",), commutative=True)
+    return is_binary_body(candidate.regions[0], ("stablehlo.maximum",), commutative=True)
 
 
 def _candidates(match: PoolGradient):
@@ -71,14 +73,14 @@ def _candidates(match: PoolGradient):
     rank = len(match.window.dimensions)
     for use in match.forward_input.uses:
         owner = use.owner
-        name = u.op_name(owner)
+        name = op_name(owner)
         if name == "stablehlo.reduce_window":
             yield owner, match.forward_input, None
         elif name == "stablehlo.pad" and owner.operands[0] == match.forward_input:
             padded = owner.results[0]
             users = [use.owner for use in padded.uses]
             # Most pads feed no reduce_window (JAX's feeds the gradient): read the edges only for one that does.
-            if not any(u.op_name(user) == "stablehlo.reduce_window" for user in users):
+            if not any(op_name(user) == "stablehlo.reduce_window" for user in users):
                 continue
             edges = negative_infinity_pad(owner, rank)
             if isinstance(edges, str):

@@ -16,7 +16,9 @@ from __future__ import annotations
 from jaxlib.mlir import ir
 
 from pool3d_pass.contract import SUPPORTED_DTYPES
-from pool3d_pass.matching import ir_utils as u
+from pool3d_pass.ir.attributes import i64_array, is_negative_infinity, padding_pairs
+from pool3d_pass.ir.constraints import is_binary_body, through_open_constraints
+from pool3d_pass.ir.ops import defining_op, op_name, static_ranked_shape
 from pool3d_pass.matching.pool import MatchedPool, NoMatch, negative_infinity_pad
 from pool3d_pass.matching.window import GeometryMismatch, Window, fold_to_kernel
 
@@ -30,17 +32,17 @@ ForwardPool = MatchedPool
 def is_max_pool(op: ir.OpView) -> bool:
     """Cheap first test: a reduce_window of one operand whose body is a `maximum`."""
     return (
-        u.op_name(op) == REDUCE_WINDOW
+        op_name(op) == REDUCE_WINDOW
         and len(op.operands) == 2
         and len(op.results) == 1
-        and u.is_binary_body(op.regions[0], ("stablehlo.maximum",), commutative=True)
+        and is_binary_body(op.regions[0], ("stablehlo.maximum",), commutative=True)
     )
 
 
 def _explicit_pad(value: ir.Value, rank: int) -> tuple[ir.OpView | None, tuple[tuple[int, int], ...]]:
     """(the -inf pad producing `value`, its edges) or (None, zeros)."""
-    pad = u.defining_op(u.through_open_constraints(value))
-    edges = negative_infinity_pad(pad, rank) if u.op_name(pad) == "stablehlo.pad" else "no pad"
+    pad = defining_op(through_open_constraints(value))
+    edges = negative_infinity_pad(pad, rank) if op_name(pad) == "stablehlo.pad" else "no pad"
     return (None, ((0, 0),) * rank) if isinstance(edges, str) else (pad, edges)
 
 
@@ -49,27 +51,27 @@ def match_forward_pool(op: ir.OpView) -> ForwardPool:
     operand, init = op.operands
     result = op.results[0]
     for value in (operand, result):
-        if u.static_ranked_shape(value) is None:
+        if static_ranked_shape(value) is None:
             raise NoMatch(f"dynamic or unranked shape {value.type}")
     element_type = ir.ShapedType(operand.type).element_type
     if str(element_type) not in SUPPORTED_DTYPES:
         raise NoMatch(f"element type {element_type} is not one of {', '.join(SUPPORTED_DTYPES)}")
-    if not u.is_negative_infinity(init):
+    if not is_negative_infinity(init):
         raise NoMatch("init value is not -inf")
-    rank = len(u.static_ranked_shape(operand))
+    rank = len(static_ranked_shape(operand))
     ones = (1,) * rank
-    if u.i64_array(op, "base_dilations", ones) != ones or u.i64_array(op, "window_dilations", ones) != ones:
+    if i64_array(op, "base_dilations", ones) != ones or i64_array(op, "window_dilations", ones) != ones:
         raise NoMatch("dilated window")
     pad, edges = _explicit_pad(operand, rank)
     x = operand if pad is None else pad.operands[0]
-    padding = tuple((lo + p_lo, hi + p_hi) for (lo, hi), (p_lo, p_hi) in zip(u.padding_pairs(op, rank), edges))
+    padding = tuple((lo + p_lo, hi + p_hi) for (lo, hi), (p_lo, p_hi) in zip(padding_pairs(op, rank), edges))
     window = Window(
-        dimensions=u.i64_array(op, "window_dimensions", ones),
-        strides=u.i64_array(op, "window_strides", ones),
+        dimensions=i64_array(op, "window_dimensions", ones),
+        strides=i64_array(op, "window_strides", ones),
         padding=padding,
     )
     try:
-        geometry = fold_to_kernel(u.static_ranked_shape(x), u.static_ranked_shape(result), window)
+        geometry = fold_to_kernel(static_ranked_shape(x), static_ranked_shape(result), window)
     except GeometryMismatch as reason:
         raise NoMatch(str(reason)) from None
     return ForwardPool(op=op, forward_input=x, window=window, geometry=geometry, pad=pad, element_type=element_type)

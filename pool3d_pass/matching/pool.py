@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from jaxlib.mlir import ir
 
-from pool3d_pass.matching import ir_utils as u
+from pool3d_pass.ir.attributes import i64_array, is_negative_infinity
 from pool3d_pass.matching.window import KernelGeometry, Window
 
 
@@ -36,13 +36,13 @@ class MatchedPool:
 def negative_infinity_pad(pad: ir.OpView, rank: int) -> tuple[tuple[int, int], ...] | str:
     """(low, high) per dimension if `pad` is `stablehlo.pad(x, -inf)` with zero interior and no
     cropping; else the reason it is not (a string)."""
-    if len(pad.operands) != 2 or not u.is_negative_infinity(pad.operands[1]):
+    if len(pad.operands) != 2 or not is_negative_infinity(pad.operands[1]):
         return "operand is padded with a value other than -inf"
     zeros = (0,) * rank
-    if any(u.i64_array(pad, "interior_padding", zeros)):
+    if any(i64_array(pad, "interior_padding", zeros)):
         return "operand has interior padding"
-    low = u.i64_array(pad, "edge_padding_low", zeros)
-    high = u.i64_array(pad, "edge_padding_high", zeros)
+    low = i64_array(pad, "edge_padding_low", zeros)
+    high = i64_array(pad, "edge_padding_high", zeros)
     if len(low) != rank or len(high) != rank or any(v < 0 for v in low + high):
         return "operand pad has negative (cropping) padding"
     return tuple(zip(low, high))

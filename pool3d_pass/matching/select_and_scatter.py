@@ -11,7 +11,7 @@ element type f32/bf16/f16, static shapes, and a window the kernel can express
 * TPU, torch-xla, TensorFlow: padding on the op's attribute, raw operand.
 
 Open sharding constraints (a partially manual `jax.shard_map` wraps every
-value in one) are looked through: `ir_utils.is_open_constraint`.
+value in one) are looked through: `ir.constraints.is_open_constraint`.
 
 Anything else is a `NoMatch` whose reason is shown to the user as a remark.
 """
@@ -23,7 +23,9 @@ from dataclasses import dataclass
 from jaxlib.mlir import ir
 
 from pool3d_pass.contract import SUPPORTED_DTYPES
-from pool3d_pass.matching import ir_utils as u
+from pool3d_pass.ir.attributes import comparison, i64_array, is_positive_zero, padding_pairs
+from pool3d_pass.ir.constraints import is_binary_body, sole_user_through_open_constraints, through_open_constraints
+from pool3d_pass.ir.ops import defining_op, is_static_ranked, op_name, single_block_ops, static_ranked_shape
 from pool3d_pass.matching.pool import MatchedPool, NoMatch, negative_infinity_pad
 from pool3d_pass.matching.window import GeometryMismatch, Window, fold_to_kernel
 
@@ -40,16 +42,16 @@ class PoolGradient(MatchedPool):
 
 
 def _check_regions(op: ir.OpView) -> None:
-    select_body = u.single_block_ops(op.regions[0])
+    select_body = single_block_ops(op.regions[0])
     if select_body is None:
         raise NoMatch("select region has more than one block")
     ops, block = select_body
     compare = ops[0] if ops else None
-    if len(ops) != 2 or u.op_name(compare) != "stablehlo.compare":
+    if len(ops) != 2 or op_name(compare) != "stablehlo.compare":
         raise NoMatch("select region is not a single stablehlo.compare")
     if list(compare.operands) != list(block.arguments) or ops[1].operands[0] != compare.results[0]:
         raise NoMatch("select region does not compare its two arguments in order")
-    direction, compare_type = u.comparison(compare)
+    direction, compare_type = comparison(compare)
     if direction != "GE":
         meaning = {
             "GT": "last maximum wins",
@@ -59,7 +61,7 @@ def _check_regions(op: ir.OpView) -> None:
         raise NoMatch(f"select is compare {direction} ({meaning}), not GE (first maximum wins)")
     if compare_type not in (None, "FLOAT"):
         raise NoMatch(f"select compares with type {compare_type}, not FLOAT")
-    if not u.is_binary_body(op.regions[1], ("stablehlo.add",), commutative=True):
+    if not is_binary_body(op.regions[1], ("stablehlo.add",), commutative=True):
         raise NoMatch("scatter region is not a single stablehlo.add")
 
 
@@ -68,7 +70,7 @@ def _check_types(op: ir.OpView) -> tuple[ir.Type, tuple[int, ...], tuple[int, ..
     operand, source, init = op.operands
     types = [operand.type, source.type, op.results[0].type]
     for tensor in types:
-        if not u.is_static_ranked(tensor):
+        if not is_static_ranked(tensor):
             raise NoMatch(f"dynamic or unranked shape {tensor}")
     element_type = types[0].element_type
     name = str(element_type)
@@ -85,12 +87,12 @@ def _check_types(op: ir.OpView) -> tuple[ir.Type, tuple[int, ...], tuple[int, ..
 
 def _undoing_slice(op: ir.OpView, low, unpadded_shape) -> ir.OpView | None:
     """The single use of the op's result if it is a slice cutting exactly the pad away."""
-    cut = u.sole_user_through_open_constraints(op.results[0])
-    if u.op_name(cut) != "stablehlo.slice":
+    cut = sole_user_through_open_constraints(op.results[0])
+    if op_name(cut) != "stablehlo.slice":
         return None
-    start = u.i64_array(cut, "start_indices", ())
-    limit = u.i64_array(cut, "limit_indices", ())
-    strides = u.i64_array(cut, "strides", ())
+    start = i64_array(cut, "start_indices", ())
+    limit = i64_array(cut, "limit_indices", ())
+    strides = i64_array(cut, "strides", ())
     expected_limit = tuple(lo + size for lo, size in zip(low, unpadded_shape))
     if start == tuple(low) and limit == expected_limit and all(s == 1 for s in strides):
         return cut
@@ -100,9 +102,9 @@ def _undoing_slice(op: ir.OpView, low, unpadded_shape) -> ir.OpView | None:
 def _padding_form(op: ir.OpView, rank: int):
     """(forward input, effective padding, pad op or None, slice op or None)."""
     operand = op.operands[0]
-    attribute_padding = u.padding_pairs(op, rank)
-    pad = u.defining_op(u.through_open_constraints(operand))
-    if u.op_name(pad) != "stablehlo.pad":
+    attribute_padding = padding_pairs(op, rank)
+    pad = defining_op(through_open_constraints(operand))
+    if op_name(pad) != "stablehlo.pad":
         return operand, attribute_padding, None, None
 
     if any(pair != (0, 0) for pair in attribute_padding):
@@ -112,7 +114,7 @@ def _padding_form(op: ir.OpView, rank: int):
         raise NoMatch(edges)
     low, high = tuple(lo for lo, _ in edges), tuple(hi for _, hi in edges)
     x = pad.operands[0]
-    unpadded = u.static_ranked_shape(x)
+    unpadded = static_ranked_shape(x)
     if unpadded is None:
         raise NoMatch(f"dynamic or unranked shape {x.type}")
     cut = _undoing_slice(op, low, unpadded)
@@ -126,19 +128,19 @@ def match_pool_gradient(op: ir.OpView) -> PoolGradient:
     element_type, operand_shape, source_shape = _check_types(op)
     _check_regions(op)
     operand, source, init = op.operands
-    if not u.is_positive_zero(init):
+    if not is_positive_zero(init):
         raise NoMatch("init value is not the constant +0")
 
     rank = len(operand_shape)
     x, padding, pad, cut = _padding_form(op, rank)
     window = Window(
-        dimensions=u.i64_array(op, "window_dimensions", (1,) * rank),
-        strides=u.i64_array(op, "window_strides", (1,) * rank),
+        dimensions=i64_array(op, "window_dimensions", (1,) * rank),
+        strides=i64_array(op, "window_strides", (1,) * rank),
         padding=padding,
     )
     try:
         geometry = fold_to_kernel(
-            operand_shape if pad is None else u.static_ranked_shape(x),
+            operand_shape if pad is None else static_ranked_shape(x),
             source_shape,
             window,
             # On the attribute form the original never selects padding; a

@@ -10,14 +10,15 @@ from __future__ import annotations
 from jaxlib.mlir import ir
 
 from pool3d_pass import jax_compat
-from pool3d_pass.matching import ir_utils as u
+from pool3d_pass.ir.constraints import is_open_constraint
+from pool3d_pass.ir.ops import defining_op, op_name
 
 
 def padding_chain(op: ir.OpView, match) -> ir.OpView | None:
     """What produces the select_and_scatter's operand and dies with it: the -inf pad,
     or the open sharding constraints around it (erasing those erases the pad too)."""
-    producer = u.defining_op(op.operands[0])
-    return producer if match.pad is not None and u.is_open_constraint(producer) else match.pad
+    producer = defining_op(op.operands[0])
+    return producer if match.pad is not None and is_open_constraint(producer) else match.pad
 
 
 def _has_uses(value: ir.Value) -> bool:
@@ -30,12 +31,12 @@ def erase_if_unused(rewriter, op: ir.OpView | None) -> None:
     if op is None or any(_has_uses(result) for result in op.results):
         return
     operands = list(op.operands)
-    through_constraint = u.is_open_constraint(op)
+    through_constraint = is_open_constraint(op)
     jax_compat.erase_op(rewriter, op)
     for operand in operands:
-        producer = u.defining_op(operand)
-        if u.op_name(producer) == "stablehlo.constant" or u.is_open_constraint(producer) or (
-            through_constraint and u.op_name(producer) == "stablehlo.pad"
+        producer = defining_op(operand)
+        if op_name(producer) == "stablehlo.constant" or is_open_constraint(producer) or (
+            through_constraint and op_name(producer) == "stablehlo.pad"
         ):
             erase_if_unused(rewriter, producer)
 
@@ -50,7 +51,7 @@ def erase_unused_chains(roots) -> None:
         op = worklist.pop()
         if hash(op) in erased or any(_has_uses(result) for result in op.results):
             continue
-        producers = [u.defining_op(operand) for operand in op.operands]
+        producers = [defining_op(operand) for operand in op.operands]
         erased.add(hash(op))
         op.erase()
-        worklist.extend(p.operation for p in producers if u.op_name(p) in _ERASABLE_PRODUCERS)
+        worklist.extend(p.operation for p in producers if op_name(p) in _ERASABLE_PRODUCERS)

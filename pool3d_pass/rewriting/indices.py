@@ -21,7 +21,7 @@ from pool3d_pass.contract import BACKWARD_FROM_INDICES, BACKWARD_FROM_INPUT, FOR
 from pool3d_pass.matching import PoolGradient
 from pool3d_pass.matching.window import KernelGeometry
 from pool3d_pass.rewriting import kernel_view as kv
-from pool3d_pass.rewriting.emit import Emit
+from pool3d_pass.splicing.emit import Emit
 
 
 @dataclass(frozen=True)

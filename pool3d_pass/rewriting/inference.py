@@ -18,7 +18,7 @@ from pool3d_pass.bindings.registry import CallSignature
 from pool3d_pass.contract import FORWARD_OUTPUT
 from pool3d_pass.matching.forward_pool import ForwardPool
 from pool3d_pass.rewriting import kernel_view as kv
-from pool3d_pass.rewriting.emit import Emit
+from pool3d_pass.splicing.emit import Emit
 
 
 def signature_of(pool: ForwardPool) -> CallSignature:

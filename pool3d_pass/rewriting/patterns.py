@@ -22,7 +22,7 @@ second walk with one pattern:
   (inference) becomes that call where the binding accepts its configuration
   (rewriting/inference.py); the others stay, with a remark.
 
-The pass that applies them (pass_.py) is the public API; what the patterns
+The pass that applies them (max_pool_backward.py) is the public API; what the patterns
 leave without uses is erased by cleanup.py, and their remarks are written by
 remarks.py.
 """
@@ -35,17 +35,19 @@ from jaxlib.mlir.dialects import stablehlo
 
 from pool3d_pass.bindings.registry import Binding, CallSignature
 from pool3d_pass.contract import FORWARD_OUTPUT, INDEX_TYPE, SUPPORTED_DTYPES
+from pool3d_pass.environment import binding_settings
+from pool3d_pass.ir.constraints import through_open_constraints
+from pool3d_pass.ir.locations import format_location
+from pool3d_pass.ir.ops import defining_op, op_name
 from pool3d_pass.matching import NoMatch, match_pool_gradient
-from pool3d_pass.matching import ir_utils as u
 from pool3d_pass.matching.forward import find_forward
 from pool3d_pass.matching.forward_pool import is_max_pool, match_forward_pool
 from pool3d_pass.matching.neutral_call import NeutralCall, read_neutral_call
 from pool3d_pass.options import PassOptions
 from pool3d_pass.report import FORWARD_ALONE, FORWARD_OF_GRADIENT, NEUTRAL_CALL, Miss, Rewrite, RewriteReport
-from pool3d_pass.rewriting import cleanup, emit, remarks
-from pool3d_pass.rewriting.inference import replace_with_forward_output, signature_of
+from pool3d_pass.rewriting import cleanup, remarks
 from pool3d_pass.rewriting.indices import SavedForward, build_from_indices, build_from_input, replace_forward
-from pool3d_pass.rewriting.per_shard import PerShardCode
+from pool3d_pass.rewriting.inference import replace_with_forward_output, signature_of
 from pool3d_pass.rewriting.recompute import build_recompute
 from pool3d_pass.rewriting.strategy import (
     BARE_INDICES,
@@ -55,6 +57,7 @@ from pool3d_pass.rewriting.strategy import (
     StrategyChooser,
     binding_refusal,
 )
+from pool3d_pass.splicing import PerShardCode, emitter
 
 # The bindings' convention: a pattern returns a truthy value when it did NOT match.
 _NO_MATCH = True
@@ -64,13 +67,16 @@ _MATCHED = False
 class PassRun:
     """State of one application of the patterns to one operation."""
 
-    def __init__(self, options: PassOptions, binding: Binding | None):
+    def __init__(self, options: PassOptions, binding: Binding | None, spliced: list | None = None):
         self.options = options
         self.binding = binding  # the target's, resolved once per pass (None: neutral, or no binding)
+        # what the binding reads beyond each call (its option, else its environment variable), resolved
+        # once: handed to the binding with every call it lowers, and to its speed rule and remark
+        self.settings = binding_settings(options)
         # which code runs per shard (a shard_map body), for the emitter and the remarks
         self.per_shard = PerShardCode() if options.partitioned and not options.neutral else None
-        self.emit = emit.for_run(options, binding, self.per_shard)
-        self.chooser = StrategyChooser(options, binding)
+        self.emit = emitter(options, binding, self.settings, self.per_shard, spliced)
+        self.chooser = StrategyChooser(options, binding, self.settings)
         self.report = RewriteReport(strategy=self.chooser.strategy)
         self.pending_folds: list[tuple[ir.OpView, ir.OpView | None]] = []
         self.saved_forwards: dict[ir.Operation, SavedForward] = {}
@@ -82,7 +88,7 @@ class PassRun:
 
     def _serving(self, op: ir.OpView) -> str:
         per_shard = self.per_shard is not None and self.per_shard.contains(op.operation.block)
-        return remarks.serving(self.options, self.binding) + remarks.partitioning(self.options, per_shard=per_shard)
+        return remarks.serving(self.options, self.binding, self.settings) + remarks.partitioning(self.options, per_shard=per_shard)
 
     def patterns(self) -> mlir_rewrite.FrozenRewritePatternSet:
         patterns = mlir_rewrite.RewritePatternSet()
@@ -101,13 +107,13 @@ class PassRun:
             forward = find_forward(match)
             plan = self.chooser.plan(match, has_forward=forward is not None)
         except NoMatch as reason:
-            self.report.add(Miss(u.format_location(op.location, self.options.filename), str(reason)))
+            self.report.add(Miss(format_location(op.location, self.options.filename), str(reason)))
             self.unrewritten_gradients.append(op)
             return _NO_MATCH
 
         grad_input = self.build(match, forward, plan)
         self.report.rewritten += 1
-        self.report.add(Rewrite(u.format_location(op.location, self.options.filename),
+        self.report.add(Rewrite(format_location(op.location, self.options.filename),
                                 remarks.describe(match, plan, forward) + self._serving(op)))
 
         padding_chain = cleanup.padding_chain(op, match)
@@ -122,7 +128,7 @@ class PassRun:
 
         rewriter.replace_op(op, [grad_input])
         cleanup.erase_if_unused(rewriter, padding_chain)
-        cleanup.erase_if_unused(rewriter, u.defining_op(match.zero))
+        cleanup.erase_if_unused(rewriter, defining_op(match.zero))
         return _MATCHED
 
     def forward_alone_patterns(self) -> mlir_rewrite.FrozenRewritePatternSet | None:
@@ -138,7 +144,7 @@ class PassRun:
     def rewrite_forward_alone(self, op: ir.OpView, rewriter) -> bool:
         if hash(op.operation) in self.read_by_gradients or not is_max_pool(op):
             return _NO_MATCH
-        location = u.format_location(op.location, self.options.filename)
+        location = format_location(op.location, self.options.filename)
         subject = FORWARD_OF_GRADIENT if self._is_gradients_forward(op) else FORWARD_ALONE
         try:
             pool = match_forward_pool(op)
@@ -184,7 +190,7 @@ class PassRun:
         else:
             self.report.forward_reused += 1
         grad_input, read = build_recompute(match, None if forward is None else forward.results[0], self.emit)
-        self.read_by_gradients.add(hash(u.defining_op(read).operation))  # a gradient's forward: not "alone"
+        self.read_by_gradients.add(hash(defining_op(read).operation))  # a gradient's forward: not "alone"
         return grad_input
 
     def erase_replaced_forwards(self) -> None:
@@ -195,7 +201,7 @@ class PassRun:
         call = read_neutral_call(op)
         if call is None:
             return _NO_MATCH
-        location = u.format_location(op.location, self.options.filename)
+        location = format_location(op.location, self.options.filename)
         target = self.options.target
         if self.binding is None:
             reason = f"no pool3d binding for platform '{target}'"
@@ -206,7 +212,7 @@ class PassRun:
             self.report.add(Miss(location, reason, NEUTRAL_CALL))
             return _NO_MATCH
         remark = f"bound to the {target} binding" + self._serving(op)  # while op is in its block
-        self.read_by_bound_calls.update(hash(u.defining_op(v).operation) for v in op.operands if u.defining_op(v))
+        self.read_by_bound_calls.update(hash(defining_op(v).operation) for v in op.operands if defining_op(v))
         with ir.InsertionPoint(op.operation), op.location:
             results = self.emit(call.call, list(op.operands), [r.type for r in op.results], **call.pool.attributes())
         rewriter.replace_op(op, results)
@@ -217,13 +223,13 @@ class PassRun:
     def fold_slice_of_created_pad(self, op: ir.OpView, rewriter) -> bool:
         if not self.pending_folds:  # most slices: no pad of ours is waiting
             return _NO_MATCH
-        producer = u.defining_op(u.through_open_constraints(op.operands[0]))
+        producer = defining_op(through_open_constraints(op.operands[0]))
         if producer is None:
             return _NO_MATCH
         for index, (padded, original_pad) in enumerate(self.pending_folds):
             if padded.operation == producer.operation:
                 del self.pending_folds[index]
-                between = u.defining_op(op.operands[0])  # padded, or open constraints of it
+                between = defining_op(op.operands[0])  # padded, or open constraints of it
                 rewriter.replace_op(op, [padded.operands[0]])
                 cleanup.erase_if_unused(rewriter, between)
                 cleanup.erase_if_unused(rewriter, original_pad)
@@ -241,8 +247,8 @@ def _dtype_refusal(signature: CallSignature) -> str | None:
 
 def _unpadded(value: ir.Value) -> ir.Value:
     """The operand of the stablehlo.pad defining `value`, else `value` (a pool's input, either padding form)."""
-    owner = u.defining_op(value)
-    return owner.operands[0] if owner is not None and u.op_name(owner) == "stablehlo.pad" else value
+    owner = defining_op(value)
+    return owner.operands[0] if owner is not None and op_name(owner) == "stablehlo.pad" else value
 
 
 def _signature_of(op: ir.OpView, call: NeutralCall) -> CallSignature:

@@ -17,7 +17,7 @@ from jaxlib.mlir.dialects import stablehlo
 from pool3d_pass.contract import BACKWARD
 from pool3d_pass.matching import PoolGradient
 from pool3d_pass.rewriting import kernel_view as kv
-from pool3d_pass.rewriting.emit import Emit
+from pool3d_pass.splicing.emit import Emit
 
 
 def _forward_max_pool(match: PoolGradient, init: ir.Value) -> ir.Value:

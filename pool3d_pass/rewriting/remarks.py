@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from pool3d_pass.bindings.base import Binding
 from pool3d_pass.contract.pool_config import PoolConfig
+from pool3d_pass.environment import BindingSettings
 from pool3d_pass.options import RECOMPUTE, PassOptions
 from pool3d_pass.rewriting.strategy import BARE_INDICES, FORWARD_REPLACED, FUSED, Plan
 
 
-def serving(options: PassOptions, binding: Binding | None) -> str:
+def serving(options: PassOptions, binding: Binding | None, settings: BindingSettings) -> str:
     """", <platform> binding: <which kernels>" for a binding that says (Binding.describe), else ""."""
     if options.neutral or binding is None or binding.describe is None:
         return ""
-    return f", {binding.platform} binding: {binding.describe()}"
+    return f", {binding.platform} binding: {binding.describe(settings)}"
 
 
 def partitioning(options: PassOptions, *, per_shard: bool) -> str:

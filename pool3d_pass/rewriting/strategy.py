@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from pool3d_pass.bindings.registry import Binding, CallSignature
 from pool3d_pass.contract import BACKWARD, BACKWARD_FROM_INDICES, BACKWARD_FROM_INPUT, FORWARD
+from pool3d_pass.environment import BindingSettings
 from pool3d_pass.matching import NoMatch, PoolGradient
 from pool3d_pass.options import AUTO, INDICES, RECOMPUTE, PassOptions
 
@@ -66,16 +67,17 @@ def resolve_strategy(options: PassOptions, binding: Binding | None) -> str:
 class StrategyChooser:
     """Plans each gradient of one run; `binding` is the options' target's (None when neutral)."""
 
-    def __init__(self, options: PassOptions, binding: Binding | None):
+    def __init__(self, options: PassOptions, binding: Binding | None, settings: BindingSettings):
         self.options = options
         self.binding = binding
+        self.settings = settings  # the run's, for the binding's speed rule
         self.strategy = resolve_strategy(options, binding)
         # Under auto, a binding's own rule of where it pays (Binding.auto_refusal: the gpu one).
         self.auto_rule = binding.auto_refusal if binding is not None and options.strategy == AUTO else None
 
     def auto_reason(self, signature: CallSignature, input_shape: tuple[int, ...]) -> str | None:
         """Why `auto` leaves this call to the platform's compiler (None: use the binding)."""
-        reason = None if self.auto_rule is None else self.auto_rule(signature, input_shape)
+        reason = None if self.auto_rule is None else self.auto_rule(signature, input_shape, self.settings)
         return None if reason is None else f"{self.options.target} binding: {reason}"
 
     def refusal(self, call: str, match: PoolGradient) -> str | None:

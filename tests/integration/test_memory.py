@@ -4,7 +4,7 @@
 Both modes run at once in child processes (tests/support/memory_cases.py), compiling
 a max-pool gradient for SHAPES distinct batch sizes (a service, or a loop over
 variable-size volumes). What pool3d_pass keeps per shape is a lowering's text
-in a bounded cache (rewriting/splice.py), which `jax.clear_caches()` empties.
+in a bounded cache (splicing/splice.py), which `jax.clear_caches()` empties.
 """
 
 from __future__ import annotations

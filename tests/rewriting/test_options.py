@@ -66,7 +66,7 @@ def test_the_hook_resolves_the_binding_once(monkeypatch):
 
     from pool3d_pass.bindings import registry
     from pool3d_pass.integration import module_rewrite
-    from pool3d_pass.rewriting import pass_
+    from pool3d_pass.rewriting import max_pool_backward
 
     def loss(x):
         pool = jax.lax.reduce_window(x, -jnp.inf, jax.lax.max, (1, 1, 2, 2, 2), (1, 1, 2, 2, 2), "VALID")
@@ -80,7 +80,7 @@ def test_the_hook_resolves_the_binding_once(monkeypatch):
         return registry.binding_for(platform)
 
     monkeypatch.setattr(module_rewrite, "binding_for", counted)
-    monkeypatch.setattr(pass_, "binding_for", counted)
+    monkeypatch.setattr(max_pool_backward, "binding_for", counted)
     rewritten = module_rewrite.rewrite_for_platform(module, "cpu", options=PassOptions(strategy="recompute"))
     assert rewritten is not module and "max_pooling_3d_backward" in str(rewritten)
     assert lookups == ["cpu"]
@@ -154,7 +154,7 @@ def test_a_bad_argument_is_refused_naming_it_the_value_and_what_is_accepted(call
 
 def test_the_accepted_targets_are_the_registrys_platforms():
     from pool3d_pass.bindings import registry
-    from pool3d_pass.rewriting.pass_ import targets
+    from pool3d_pass.rewriting import targets
 
     assert targets() == [NEUTRAL, *registry.platforms()]
     assert ", ".join(targets()) == PLATFORMS

@@ -152,7 +152,7 @@ def test_attribute_values_are_cached_for_one_run_only(context):
     # The matchers read window attributes through a per-run cache keyed by the
     # (uniqued) attribute: equal attributes of different ops share one entry,
     # and nothing is kept once the run ends (the cache would keep the context alive).
-    from pool3d_pass.matching import ir_utils as u
+    from pool3d_pass.ir import attributes
 
     module = ir.Module.parse(
         """
@@ -163,14 +163,14 @@ def test_attribute_values_are_cached_for_one_run_only(context):
         }"""
     )
     first, second = list(module.body.operations[0].regions[0].blocks[0].operations)[:2]
-    uncached = (u.i64_array(first, "strides", ()), u.i64_array(second, "strides", ()))
+    uncached = (attributes.i64_array(first, "strides", ()), attributes.i64_array(second, "strides", ()))
     assert uncached == ((2,), (2,)) and uncached[0] is not uncached[1]
-    with u.attribute_values_cached():
-        cached = (u.i64_array(first, "strides", ()), u.i64_array(second, "strides", ()))
+    with attributes.attribute_values_cached():
+        cached = (attributes.i64_array(first, "strides", ()), attributes.i64_array(second, "strides", ()))
         assert cached == uncached and cached[0] is cached[1]
-    assert u._run_cache.values is None
+    assert attributes._run_cache.values is None
 
     entry = next(e for e in POSITIVE if e["expected_pool_gradients"] > 1)
     report = pool3d_pass.rewrite(parse_fixture(entry))
     assert report.rewritten == entry["expected_pool_gradients"]
-    assert u._run_cache.values is None
+    assert attributes._run_cache.values is None

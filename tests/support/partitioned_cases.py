@@ -17,8 +17,9 @@ over one axis; N = 4: batch x channel over a 2x2 mesh):
   pmap is a shard_map: the single-device kernel per shard);
 * (N = 2) the gpu binding's partitionable functions themselves under `jax.jit` with
   its Pallas kernels in interpret mode (plain StableHLO that runs here), the
-  interpret option given only while tracing: XLA's partitioner lowers each
-  shard's kernel later, so the binding must have pinned it.
+  interpret setting passed to the partitionable functions alone (none in the
+  environment): XLA's partitioner lowers each shard's kernel later, so the
+  binding must have bound it into each shard's kernel.
 """
 
 from __future__ import annotations
@@ -39,8 +40,7 @@ from jax.sharding import Mesh, NamedSharding  # noqa: E402
 from jax.sharding import PartitionSpec as P  # noqa: E402
 
 import pool3d_pass  # noqa: E402
-from pool3d_pass import environment  # noqa: E402
-from pool3d_pass.options import PassOptions  # noqa: E402
+from pool3d_pass.environment import BindingSettings  # noqa: E402
 
 from compiled_hlo import kernel_operand_shapes  # noqa: E402
 from sharding_cases import (  # noqa: E402
@@ -83,8 +83,10 @@ def gpu_layer(x):
     """The gpu binding's partitionable forward + from-indices, as a layer would call them."""
     from pool3d_pass.bindings.gpu import partitioned
 
-    y, indices = partitioned.max_pooling_3d_forward(x, **ATTRIBUTES)
-    return y, partitioned.max_pooling_3d_backward_from_indices(2 * y - 1, indices, input_shape=x.shape, **ATTRIBUTES)
+    settings = BindingSettings(gpu_kernels="pallas", gpu_interpret=True)
+    y, indices = partitioned.max_pooling_3d_forward(x, **ATTRIBUTES, settings=settings)
+    return y, partitioned.max_pooling_3d_backward_from_indices(2 * y - 1, indices, input_shape=x.shape,
+                                                               **ATTRIBUTES, settings=settings)
 
 
 def reference_layer(x):
@@ -97,8 +99,7 @@ def reference_layer(x):
 def gpu_binding_case(name, x) -> dict:
     """The gpu binding's partitionable calls, Pallas in interpret mode, against the reference binding."""
     plain = Plain(reference_layer, x)
-    with environment.applying(PassOptions(gpu_kernels="pallas", gpu_interpret=True)):
-        lowered = jax.jit(gpu_layer).lower(x)  # traced here; each shard's kernel is lowered by XLA, later
+    lowered = jax.jit(gpu_layer).lower(x)  # traced here; each shard's kernel is lowered by XLA, later
     compiled = lowered.compile()
     result = record(name, None, plain, compiled, compiled(x))
     hlo = compiled.as_text()

@@ -4,7 +4,7 @@
 through pool3d_pass (`pool3d_pass.jit`, and `enable()` for some), runs both on
 the same inputs and prints one JSON line per case (sharding_cases.record's
 fields). Inside `jax.shard_map` values are per-device shards: the pass must
-splice the single-device kernels there (rewriting/per_shard.py), and
+splice the single-device kernels there (splicing/per_shard.py), and
 custom_partitioning only where values are auto-sharded.
 """
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from pool3d_pass.bindings.base import Binding, CallSignature, contract_preconditions
 from pool3d_pass.contract import SUPPORTED_DTYPES, TARGETS
+from pool3d_pass.environment import BindingSettings
 
 PLATFORM = "gpu"
 LOWERING_PLATFORM = "cuda"
@@ -51,17 +52,17 @@ def require() -> None:
             raise ImportError("the pool3d gpu binding runs on CUDA; this JAX's gpu backend is ROCm")
 
 
-def implementation() -> str:
-    """Which kernels serve the gpu platform now: "cuda" or "pallas" (implementation.py decides)."""
+def implementation(settings: BindingSettings | None = None) -> str:
+    """Which kernels serve the gpu platform with these settings (None: the environment's): "cuda" or "pallas"."""
     from pool3d_pass.bindings.gpu import implementation as choice
 
-    return choice.implementation()
+    return choice.implementation(settings)
 
 
-def auto_refusal(signature: CallSignature, input_shape: tuple[int, ...]) -> str | None:
+def auto_refusal(signature: CallSignature, input_shape: tuple[int, ...], settings: BindingSettings) -> str | None:
     from pool3d_pass.bindings.gpu import speed
 
-    return speed.auto_refusal(signature, input_shape, implementation())
+    return speed.auto_refusal(signature, input_shape, implementation(settings))
 
 
 def make_binding() -> Binding:
@@ -73,11 +74,12 @@ def make_binding() -> Binding:
         # the CUDA kernels' FFI handlers, where their library is built (cuda_library.py)
         register_kernels="pool3d_pass.bindings.gpu.cuda_library:register_if_built",
         describe=_describe,
+        takes_settings=True,  # calls.py's and partitioned.py's functions take the run's settings=
     )
 
 
-def _describe() -> str:
-    """Which kernels serve, for each rewrite's remark (implementation.py decides)."""
+def _describe(settings: BindingSettings) -> str:
+    """Which kernels serve with these settings, for each rewrite's remark (implementation.py decides)."""
     from pool3d_pass.bindings.gpu import implementation
 
-    return implementation.summary()
+    return implementation.summary(settings)

@@ -1,7 +1,7 @@
 """The gpu binding's functions: the contract's calls, by the CUDA kernels or the Pallas kernels of `kernels.py`.
 
-Where the CUDA kernels serve (`implementation.implementation() == "cuda"`:
-their library is built and loads, and `POOL3D_GPU_IMPL` does not ask for
+Where the CUDA kernels serve (`implementation.implementation(settings) ==
+"cuda"`: their library is built and loads, and the settings do not ask for
 Pallas), each function is the contract's own call through
 `jax.ffi.ffi_call` (`cuda_calls.py`). Otherwise the Pallas kernels serve.
 
@@ -20,13 +20,19 @@ backend_config), which XLA:GPU compiles:
   (indices only) then the gather kernel; the int16 indices pass through GPU
   memory between the two (2 bytes per window).
 
-Switches, read whenever a call is traced (the pass keys its cached
-lowerings by the first two):
+Each function takes, besides its call's arguments, `settings=` (an
+`environment.BindingSettings`, which the pass passes through
+`Binding.function`; None: the environment's alone) and reads it whenever
+the call is traced; the pass keys its cached lowerings by it:
 
-- the pass's `gpu_interpret` option (else `POOL3D_GPU_INTERPRET=1`,
-  environment.py): the kernels run in Pallas interpret mode, as plain
-  StableHLO, so a program rewritten for the gpu target runs on any backend
-  (tests run them on CPU).
+- `settings.gpu_kernels`: which kernels serve (`implementation.py`);
+- `settings.gpu_interpret` (the pass's `gpu_interpret` option, else
+  `POOL3D_GPU_INTERPRET=1`): the kernels run in Pallas interpret mode, as
+  plain StableHLO, so a program rewritten for the gpu target runs on any
+  backend (tests run them on CPU).
+
+Besides, read from the environment alone:
+
 - `POOL3D_GPU_DEVICE_KIND` (default "NVIDIA H200"): the device the Triton
   kernels are lowered for where no CUDA device is present (a CPU machine, a
   deviceless compile); JAX >= 0.11 needs one to lower a Triton kernel.
@@ -50,6 +56,7 @@ import jax
 from pool3d_pass import environment
 from pool3d_pass.bindings.ffi_calls import contract_functions, input_shape_of
 from pool3d_pass.contract.pool_config import PoolConfig, shaped, split
+from pool3d_pass.environment import BindingSettings
 
 logger = logging.getLogger("pool3d_pass")
 
@@ -67,7 +74,6 @@ KERNEL_NAMES = {
 }
 __all__ = [
     "INTERPRET_ENV",
-    "interpret_mode",
     "max_pooling_3d_forward",
     "max_pooling_3d_forward_output",
     "max_pooling_3d_backward_from_indices",
@@ -76,19 +82,14 @@ __all__ = [
 ]
 
 
-def interpret_mode() -> bool:
-    """Whether the kernels run in Pallas interpret mode (the gpu_interpret option, else the environment)."""
-    return environment.gpu_interpret()
-
-
 # --- where the kernels come from ------------------------------------------------
 
 
-def _cuda_calls():
+def _cuda_calls(settings: BindingSettings):
     """The CUDA kernels' calls (`cuda_calls.py`) where they serve (implementation.py decides), else None."""
     from pool3d_pass.bindings.gpu.implementation import CUDA, implementation
 
-    if implementation() != CUDA:
+    if implementation(settings) != CUDA:
         return None
     from pool3d_pass.bindings.gpu import cuda_calls
 
@@ -200,8 +201,7 @@ def _empty(shape, dtype):
 # --- the contract's calls -----------------------------------------------------
 
 
-def _window_call(input, g, kernels, *, y=None, store_y, store_index, name):  # noqa: A002
-    interpret = interpret_mode()
+def _run_window_kernel(input, g, kernels, interpret, *, y=None, store_y, store_index, name):  # noqa: A002
     with contextlib.nullcontext() if interpret else _lowering_device():
         return kernels.window(
             input.reshape(-1), None if y is None else y.reshape(-1), g,
@@ -209,8 +209,7 @@ def _window_call(input, g, kernels, *, y=None, store_y, store_index, name):  # n
         )
 
 
-def _gather_call(grad_output, indices, g, kernels, dtype):
-    interpret = interpret_mode()
+def _run_gather_kernel(grad_output, indices, g, kernels, interpret, dtype):
     with contextlib.nullcontext() if interpret else _lowering_device():
         return kernels.gather(
             grad_output.reshape(-1), indices.reshape(-1), g, dtype=dtype, interpret=interpret,
@@ -222,46 +221,47 @@ def _input_shape(g) -> tuple[int, ...]:
     return shaped(g.batch, g.channels, g.in_spatial, g.data_format)
 
 
-def _forward(operands, g, kernels):
+def _forward(operands, g, kernels, interpret):
     (input,) = operands  # noqa: A001 - the contract's operand name
     shape = _output_shape(g)
     if g.out_size == 0:
         return _empty(shape, input.dtype), _empty(shape, jax.numpy.int16)
-    y, index = _window_call(input, g, kernels, store_y=True, store_index=True, name="forward")
+    y, index = _run_window_kernel(input, g, kernels, interpret, store_y=True, store_index=True, name="forward")
     return y.reshape(shape), index.reshape(shape)
 
 
-def _forward_output(operands, g, kernels):
+def _forward_output(operands, g, kernels, interpret):
     (input,) = operands  # noqa: A001
     shape = _output_shape(g)
     if g.out_size == 0:
         return _empty(shape, input.dtype)
-    (y,) = _window_call(input, g, kernels, store_y=True, store_index=False, name="forward_output")
+    (y,) = _run_window_kernel(input, g, kernels, interpret, store_y=True, store_index=False, name="forward_output")
     return y.reshape(shape)
 
 
-def _backward_from_indices(operands, g, kernels):
+def _backward_from_indices(operands, g, kernels, interpret):
     grad_output, indices = operands
     shape = _input_shape(g)
     if g.in_size == 0:
         return _empty(shape, grad_output.dtype)
-    return _gather_call(grad_output, indices, g, kernels, grad_output.dtype).reshape(shape)
+    return _run_gather_kernel(grad_output, indices, g, kernels, interpret, grad_output.dtype).reshape(shape)
 
 
-def _backward(operands, g, kernels):
+def _backward(operands, g, kernels, interpret):
     grad_output, input, output = operands  # noqa: A001
     if g.in_size == 0:
         return _empty(input.shape, input.dtype)
-    (index,) = _window_call(input, g, kernels, y=output, store_y=False, store_index=True, name="select")
-    return _gather_call(grad_output, index, g, kernels, input.dtype).reshape(input.shape)
+    (index,) = _run_window_kernel(input, g, kernels, interpret, y=output, store_y=False, store_index=True,
+                                  name="select")
+    return _run_gather_kernel(grad_output, index, g, kernels, interpret, input.dtype).reshape(input.shape)
 
 
-def _backward_from_input(operands, g, kernels):
+def _backward_from_input(operands, g, kernels, interpret):
     grad_output, input = operands  # noqa: A001
     if g.in_size == 0:
         return _empty(input.shape, input.dtype)
-    (index,) = _window_call(input, g, kernels, store_y=False, store_index=True, name="indices")
-    return _gather_call(grad_output, index, g, kernels, input.dtype).reshape(input.shape)
+    (index,) = _run_window_kernel(input, g, kernels, interpret, store_y=False, store_index=True, name="indices")
+    return _run_gather_kernel(grad_output, index, g, kernels, interpret, input.dtype).reshape(input.shape)
 
 
 _PALLAS = {"forward": _forward, "forward_output": _forward_output, "backward_from_indices": _backward_from_indices,
@@ -275,18 +275,18 @@ _DOCS = {
 }
 
 
-def _implement(kind: str, operands: tuple, attributes: dict):
+def _implement(kind: str, operands: tuple, attributes: dict, settings: BindingSettings):
     """One call: the CUDA kernels where they serve, else the Pallas kernels, else the reference."""
-    cuda = _cuda_calls()
+    cuda = _cuda_calls(settings)
     if cuda is not None:
         return getattr(cuda, f"max_pooling_3d_{kind}")(*operands, **attributes)
     kernels, g = _plan(kind, input_shape_of(kind, operands, attributes), PoolConfig.of(attributes))
     if kernels is None:
         return _reference(kind, g)(*operands, **attributes)
-    return _PALLAS[kind](operands, g, kernels)
+    return _PALLAS[kind](operands, g, kernels, settings.gpu_interpret)
 
 
-_CALLS = contract_functions(_implement, _DOCS)
+_CALLS = contract_functions(_implement, _DOCS, takes_settings=True)
 max_pooling_3d_forward = _CALLS["max_pooling_3d_forward"]
 max_pooling_3d_forward_output = _CALLS["max_pooling_3d_forward_output"]
 max_pooling_3d_backward_from_indices = _CALLS["max_pooling_3d_backward_from_indices"]

@@ -1,8 +1,9 @@
 """Which kernels serve the gpu binding: the CUDA library's ("cuda") or the Pallas ones ("pallas").
 
-`implementation()` is the one place that decides; the binding's functions ask
-it whenever a call is traced. What is asked for is the pass's `gpu_kernels`
-option, else `POOL3D_GPU_IMPL` (environment.py):
+`implementation(settings)` is the one place that decides; the binding's
+functions ask it whenever a call is traced, with the settings the pass run
+passed them (`environment.BindingSettings`: the pass's `gpu_kernels` option,
+else `POOL3D_GPU_IMPL`; None here: the environment's alone):
 
 - `pallas`: the Pallas (Triton) kernels;
 - `cuda`: the CUDA kernels; where their library is not built or does not
@@ -26,6 +27,7 @@ import os
 
 from pool3d_pass import environment
 from pool3d_pass.bindings.gpu import cuda_library
+from pool3d_pass.environment import BindingSettings, binding_settings
 
 IMPL_ENV = environment.GPU_KERNELS
 INTERPRET_ENV = environment.GPU_INTERPRET
@@ -35,19 +37,20 @@ CHOICES = (CUDA, PALLAS, AUTO)
 logger = logging.getLogger("pool3d_pass")
 
 
-def requested() -> str:
+def requested(settings: BindingSettings | None = None) -> str:
     """The choice asked for: "cuda", "pallas" or "auto" (unset, empty or unknown)."""
-    value = environment.gpu_kernels()
+    value = (settings or binding_settings()).gpu_kernels
     if value not in CHOICES:
         _warn_once(f"{IMPL_ENV}={value!r} is not one of {', '.join(CHOICES)}; using auto")
         return AUTO
     return value
 
 
-def implementation() -> str:
-    """"cuda" or "pallas": the kernels the gpu binding's calls use now."""
-    choice = requested()
-    if choice == PALLAS or (choice == AUTO and environment.gpu_interpret()):
+def implementation(settings: BindingSettings | None = None) -> str:
+    """"cuda" or "pallas": the kernels the gpu binding's calls use with these settings."""
+    settings = settings or binding_settings()
+    choice = requested(settings)
+    if choice == PALLAS or (choice == AUTO and settings.gpu_interpret):
         return _chosen(PALLAS, "asked for" if choice == PALLAS else "interpret mode")
     reason = cuda_library.unavailable()
     if reason is None:
@@ -57,22 +60,23 @@ def implementation() -> str:
     return _chosen(PALLAS, reason)
 
 
-def describe() -> str:
+def describe(settings: BindingSettings | None = None) -> str:
     """One line: which kernels serve and why (for logs and check scripts)."""
-    name = implementation()
+    name = implementation(settings)
     if name == CUDA:
         return f"CUDA kernels ({cuda_library.library_path()})"
     reason = cuda_library.unavailable()
     return f"Pallas kernels ({reason or 'asked for'})"
 
 
-def summary() -> str:
+def summary(settings: BindingSettings | None = None) -> str:
     """A short phrase for remarks: "CUDA kernels", or "Pallas kernels (<short reason>)"."""
-    if implementation() == CUDA:
+    settings = settings or binding_settings()
+    if implementation(settings) == CUDA:
         return "CUDA kernels"
-    if requested() == PALLAS:
+    if requested(settings) == PALLAS:
         return "Pallas kernels (asked for)"
-    if environment.gpu_interpret() and requested() == AUTO:
+    if settings.gpu_interpret and requested(settings) == AUTO:
         return "Pallas kernels (interpret mode)"
     reason = cuda_library.unavailable() or ""
     return f"Pallas kernels ({'CUDA library not built' if 'not built' in reason else 'CUDA library unusable'})"

@@ -11,18 +11,18 @@ from pool3d_pass.contract import BACKWARD
 
 
 def unsupported(signature: CallSignature) -> str | None:
-    from pool3d_pass.bindings import neuron
+    from pool3d_pass.bindings.neuron import calls
 
-    return contract_preconditions(signature) or neuron.unsupported(signature)
+    return contract_preconditions(signature) or calls.unsupported(signature)
 
 
 def require() -> None:
-    from pool3d_pass.bindings import neuron
+    from pool3d_pass.bindings.neuron import calls
 
-    neuron.require_neuron_packages()
+    calls.require_neuron_packages()
 
 
 def make_binding() -> Binding:
     # The NKI kernel recomputes the selection from input and output: Neuron gets the recompute strategy.
-    return Binding("neuron", {BACKWARD: "pool3d_pass.bindings.neuron:max_pooling_3d_backward"}, "neuron",
+    return Binding("neuron", {BACKWARD: "pool3d_pass.bindings.neuron.calls:max_pooling_3d_backward"}, "neuron",
                    unsupported, require)

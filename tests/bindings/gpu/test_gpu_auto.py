@@ -183,7 +183,7 @@ def test_the_pallas_deprecation_is_logged_once_not_warned(caplog):
             assert pool3d_pass.rewrite_text(text, target="gpu", strategy="indices")[1].rewritten == 1
     assert not [w for w in caught if "Pallas Triton" in str(w.message)]
     logged = [r for r in caplog.records if "Pallas Triton backend is deprecated" in r.getMessage()]
-    from pool3d_pass.rewriting import splice
+    from pool3d_pass.splicing import splice
 
     already = any("Pallas Triton" in m for m in splice._logged_deprecations)
     # JAX >= 0.11 warns on every lowering: at most one INFO line per process (none if an earlier test logged it)
@@ -196,7 +196,7 @@ def test_unmeasured_cuda_kernels_are_used_nowhere_under_auto(monkeypatch):
     """Where the CUDA kernels serve and no device run has measured them, auto leaves every pool to XLA."""
     from pool3d_pass.bindings.gpu import binding as gpu_binding
 
-    monkeypatch.setattr(gpu_binding, "implementation", lambda: "cuda")
+    monkeypatch.setattr(gpu_binding, "implementation", lambda settings: "cuda")
     text = _grad_program((2, 16, 64, 64, 64), jnp.float32, *NDHWC_K2)  # a class the Pallas kernels won
     if any(impl == "cuda" for impl, _ in measured.RUNS):
         pytest.skip("a device run has measured the CUDA kernels")

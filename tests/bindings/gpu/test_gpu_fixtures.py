@@ -23,7 +23,7 @@ from xla_runner import run_stablehlo
 
 import pool3d_pass
 from pool3d_pass.bindings.gpu import calls
-from pool3d_pass.rewriting import splice
+from pool3d_pass.splicing import splice
 
 pytestmark = pytest.mark.gpu
 

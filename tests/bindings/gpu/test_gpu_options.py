@@ -83,3 +83,22 @@ def test_cli_flags(tmp_path, capsys):
         main([str(FIXTURE), "--target=gpu", "--strategy=indices", "--gpu-kernels=triton", "-o", str(tmp_path / "bad.mlir")])
     assert exit_.value.code != 0 and "--gpu-kernels" in capsys.readouterr().err
     assert not (tmp_path / "bad.mlir").exists()
+
+
+def test_the_settings_reach_the_binding_as_its_argument():
+    """`Binding.function(call, settings=)` binds the run's settings: the environment (interpret on) is not read."""
+    import functools
+
+    import jax
+    import jax.numpy as jnp
+
+    from pool3d_pass.bindings.registry import binding_for
+
+    attributes = dict(kernel_size=(2, 2, 2), stride=(2, 2, 2), padding=(0, 0, 0))
+    x = jax.ShapeDtypeStruct((1, 1, 4, 4, 4), jnp.float32)
+    texts = {}
+    for interpret in (False, True):
+        settings = environment.BindingSettings(gpu_kernels="pallas", gpu_interpret=interpret)
+        function = functools.partial(binding_for("gpu").function("forward_output", settings=settings), **attributes)
+        texts[interpret] = jax.jit(function).trace(x).lower(lowering_platforms=("cuda",)).as_text()
+    assert TRITON in texts[False] and TRITON not in texts[True]

@@ -1,6 +1,7 @@
 """Splice a binding in place of a neutral call: lower it with JAX, move its ops in.
 
-The binding's function for the call is lowered by `jax.jit(...).trace(...).lower(
+The binding's function for the call (`Binding.function`, the pass run's
+settings bound) is lowered by `jax.jit(...).trace(...).lower(
 lowering_platforms=(platform,))` for the call's exact shapes, dtypes and
 attributes (cached: a model with a hundred identical pools lowers once) and
 parsed into the target module's context. Its `main` ops are moved in front of
@@ -9,18 +10,21 @@ private functions it calls (JAX outlines e.g. `jnp.where`) move into the
 target module under fresh names. (The upstream `inline` pass would be simpler,
 but jaxlib's context lacks the func dialect's inliner extension.)
 
-What is cached per lowering is its text, and for a partitionable lowering the
+A lowering is cached per (binding, call, operand shapes and types,
+attributes, mesh, settings): the settings change what the binding lowers
+to (the gpu binding's kernels and interpret mode), so they are part of the
+key. What is cached per lowering is its text, and for a partitionable lowering the
 `custom_partitioning` callbacks its calls name (`partition_keys.py`: re-keyed
 so the program's persistent-cache key is the same in every process). The
 cache is bounded (`CACHE_SIZE` lowerings) and cleared by `jax.clear_caches()`
 and `pool3d_pass.clear_caches()` (`caches.py`). A compile keeps the callbacks of the
-lowerings it spliced alive until XLA has partitioned it (`keeping_alive`).
+lowerings it spliced alive until XLA has partitioned it: `splice_call` appends
+each lowering to the caller's `spliced` list, which the compile hook holds.
 """
 
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import functools
 import logging
 import threading
@@ -30,10 +34,11 @@ from dataclasses import dataclass
 
 from jaxlib.mlir import ir
 
-from pool3d_pass import caches, environment
+from pool3d_pass import caches
 from pool3d_pass.bindings.registry import Binding
 from pool3d_pass.contract import CALLS
-from pool3d_pass.rewriting import partition_keys
+from pool3d_pass.environment import BindingSettings
+from pool3d_pass.splicing import partition_keys
 
 logger = logging.getLogger("pool3d_pass")
 _NUMPY_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "i16": "int16"}
@@ -52,34 +57,20 @@ class LoweredBinding:
     callbacks: tuple  # custom_partitioning callback objects its calls name (weakly held by JAX)
 
 
-_keepalive: contextvars.ContextVar[list | None] = contextvars.ContextVar("pool3d_pass_keepalive", default=None)
-
-
-@contextlib.contextmanager
-def keeping_alive() -> Iterator[list]:
-    """Within the block, every lowering spliced in this context stays alive (its callbacks too)."""
-    kept: list = []
-    token = _keepalive.set(kept)
-    try:
-        yield kept
-    finally:
-        _keepalive.reset(token)
-
-
 @caches.bounded(CACHE_SIZE)
-def _lowered(binding: Binding, call: str, operand_specs: tuple, attributes: tuple, mesh=None,
-             settings: tuple = ()) -> LoweredBinding:
-    # `settings` (environment.settings_key()) is read by the binding while it lowers: a key, not an input.
+def _lowered(binding: Binding, call: str, operand_specs: tuple, attributes: tuple, mesh,
+             settings: BindingSettings) -> LoweredBinding:
     import jax
     import jax.numpy as jnp
 
     caches.register_with_jax()
-    function = functools.partial(binding.function(call, partitioned=mesh is not None), **dict(attributes))
+    function = binding.function(call, partitioned=mesh is not None, settings=settings)
+    function = functools.partial(function, **dict(attributes))
     avals = [jax.ShapeDtypeStruct(shape, jnp.dtype(_NUMPY_DTYPES[dtype])) for shape, dtype in operand_specs]
     jit_options = {}
     if mesh is not None:
         # Lowered for the program's devices, so custom_partitioning emits its
-        # partitionable call instead of inlining the single-device kernel.
+        # partitionable call instead of inlining the single-device function.
         replicated = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
         jit_options = {"in_shardings": replicated, "out_shardings": replicated}
     try:
@@ -177,7 +168,7 @@ def _main_function(module: ir.Module) -> ir.OpView:
     raise BindingLoweringError("lowered binding has no main function")
 
 
-def call_binding(
+def splice_call(
     binding: Binding,
     call: str,
     operands,
@@ -189,12 +180,16 @@ def call_binding(
     data_format: str,
     output_format: str | None = None,
     mesh=None,
+    settings: BindingSettings,
+    spliced: list | None = None,
 ) -> list[ir.Value]:
     """Emit `binding`'s function for `call` on these operands at the current insertion point.
 
     Same signature and results as `contract.custom_call.build_call`. With a
     `jax.sharding.Mesh` of the program's devices, the binding's partitionable
-    version is lowered for that mesh.
+    version is lowered for that mesh. `settings`: the pass run's, handed to
+    the binding (`Binding.function`). `spliced`: where given, the lowering is
+    appended to it (its callbacks live while the list does).
     """
     attributes = (
         ("kernel_size", tuple(kernel_size)),
@@ -205,10 +200,9 @@ def call_binding(
     )
     if CALLS[call].takes_input_shape:  # no operand has the forward input's shape: the result has
         attributes += (("input_shape", tuple(ir.RankedTensorType(result_types[0]).shape)),)
-    lowered = _lowered(binding, call, tuple(_spec(v) for v in operands), attributes, mesh, environment.settings_key())
-    kept = _keepalive.get()
-    if kept is not None:
-        kept.append(lowered)
+    lowered = _lowered(binding, call, tuple(_spec(v) for v in operands), attributes, mesh, settings)
+    if spliced is not None:
+        spliced.append(lowered)
 
     source = ir.Module.parse(lowered.text)
     main = _main_function(source)

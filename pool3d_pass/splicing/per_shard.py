@@ -3,9 +3,10 @@
 `jax.shard_map` lowers its body into `sdy.manual_computation`; values there
 are each device's own shard (along the manual axes), and a function called
 from that body (a `jax.jit` inside shard_map becomes a private `func.func`)
-runs per shard too. A pool3d call there must be the single-device kernel:
-`custom_partitioning`'s callback cannot read the shardings XLA hands it
-inside a manual computation ("Unhandled OpSharding type"). With a partially
+runs per shard too. A contract call there must be spliced as the binding's
+single-device function: `custom_partitioning`'s callback cannot read the
+shardings XLA hands it inside a manual computation ("Unhandled OpSharding
+type"). With a partially
 manual body (`axis_names=` a subset of the mesh) the free axes stay
 automatic; a plain custom call is then replicated along them by XLA's
 partitioner: correct, and what the program asked for inside shard_map.
@@ -16,7 +17,7 @@ results of `stablehlo.custom_call @SPMDFullToShardShape` (the values made
 manual); such a function runs per shard too.
 
 A function called from both a manual body and automatic code counts as
-per-shard (the single-device kernel is correct in both places).
+per-shard (the single-device function is correct in both places).
 """
 
 from __future__ import annotations
@@ -75,14 +76,14 @@ class PerShardCode:
 
     def _per_shard_functions(self, module: ir.Operation) -> frozenset[str]:
         """Functions called, directly or through others, from inside a manual computation."""
-        calls: dict[str | None, set[str]] = {}
+        callees: dict[str | None, set[str]] = {}  # function -> the functions it calls
         seeds: set[str] = set()
 
         def visit(op: ir.Operation) -> ir.WalkResult:
             callee = _symbol(op, "callee")
             if callee is not None:
                 caller, manual = _enclosing(op)
-                (seeds if manual or _takes_manual_values(op) else calls.setdefault(caller, set())).add(callee)
+                (seeds if manual or _takes_manual_values(op) else callees.setdefault(caller, set())).add(callee)
             return ir.WalkResult.ADVANCE
 
         module.walk(visit)
@@ -91,7 +92,7 @@ class PerShardCode:
             name = pending.pop()
             if name not in found:
                 found.add(name)
-                pending.extend(calls.get(name, ()))
+                pending.extend(callees.get(name, ()))
         return frozenset(found)
 
     def contains(self, block: ir.Block) -> bool:

@@ -1,4 +1,4 @@
-"""The pool3d MLIR pass and its public API: `add_pass`, `rewrite`, `rewrite_text`.
+"""The pool3d MLIR pass, `pool3d-max-pool-backward`, and its public API: `add_pass`, `rewrite`, `rewrite_text`.
 
 One pass, runnable in any PassManager next to upstream passes (`add_pass`),
 or directly on a module (`rewrite`) or on text (`rewrite_text`). Each run
@@ -17,10 +17,9 @@ from collections.abc import Callable
 from jaxlib.mlir import ir, passmanager
 from jaxlib.mlir._mlir_libs._mlir import rewrite as mlir_rewrite
 
-from pool3d_pass import environment
 from pool3d_pass.bindings.registry import Binding, binding_for, platforms
+from pool3d_pass.ir.attributes import attribute_values_cached
 from pool3d_pass.ir_context import make_context
-from pool3d_pass.matching import ir_utils as u
 from pool3d_pass.options import NEUTRAL, PassOptions, check_word, pass_options
 from pool3d_pass.report import RewriteReport
 from pool3d_pass.rewriting import cleanup
@@ -35,11 +34,20 @@ PASS_DESCRIPTION = (
 )
 
 
-def _run_callable(on_report: Callable[[RewriteReport], None] | None, options: PassOptions, binding: Binding | None):
+def _run_callable(on_report: Callable[[RewriteReport], None] | None, options: PassOptions, binding: Binding | None,
+                  spliced: list | None = None):
+    """The pass's body, which the PassManager calls with each module it runs on (`pm.run`).
+
+    Each run makes a `patterns.PassRun` (the run's settings, emitter and
+    strategy chooser; its patterns call `splicing.emitter`'s `Emit` for every
+    contract call they emit), applies its patterns and hands the report to
+    `on_report`. `spliced`: see `add_pass`.
+    """
+
     def run(op: ir.Operation, pass_) -> None:
-        state = PassRun(options, binding)
+        state = PassRun(options, binding, spliced)
         try:
-            with u.attribute_values_cached(), environment.applying(options):
+            with attribute_values_cached():
                 mlir_rewrite.walk_and_apply_patterns(op, state.patterns())
                 state.erase_replaced_forwards()
                 forward_alone = state.forward_alone_patterns()
@@ -99,6 +107,7 @@ def add_pass(
     *,
     on_report: Callable[[RewriteReport], None] | None = None,
     binding: Binding | None = None,
+    spliced: list | None = None,
     **keywords,
 ) -> None:
     """Append the pass to `pm`; `on_report` receives each run's report.
@@ -113,7 +122,10 @@ def add_pass(
     rewriting/strategy.py); `filename` names the input in locations. A
     binding whose packages are missing raises ImportError here, naming them.
     `binding`: the target's binding when the caller has resolved it already
-    (`resolve_binding`). Bad arguments: TypeError or ValueError, naming them.
+    (`resolve_binding`). `spliced`: a list that receives each binding lowering
+    spliced in; holding it keeps their `custom_partitioning` callbacks alive
+    (JAX holds them weakly) until XLA has partitioned the module (the compile
+    hook does). Bad arguments: TypeError or ValueError, naming them.
     """
     if not isinstance(pm, passmanager.PassManager):
         raise TypeError(f"pm must be a jaxlib.mlir.passmanager.PassManager, got {pm!r:.60} ({type(pm).__name__})")
@@ -123,7 +135,7 @@ def add_pass(
     if binding is None:
         binding = resolve_binding(options)
     pm.add(
-        _run_callable(on_report, options, binding),
+        _run_callable(on_report, options, binding, spliced),
         name=PASS_NAME,
         argument=PASS_ARGUMENT,
         description=PASS_DESCRIPTION,
@@ -131,22 +143,23 @@ def add_pass(
 
 
 def rewrite(
-    module: ir.Module, options: PassOptions | None = None, *, binding: Binding | None = None, **keywords
+    module: ir.Module, options: PassOptions | None = None, *, binding: Binding | None = None,
+    spliced: list | None = None, **keywords
 ) -> RewriteReport:
     """Rewrite every max-pool gradient in `module` in place; the module is verified after.
 
     `module`: a `jaxlib.mlir.ir.Module` (or its `builtin.module` operation).
     `options`, or its fields as keywords (`target=`, `strategy=`, `mesh=`,
-    `filename=`): see `add_pass`. A wrong type is a TypeError, an unknown
-    target or strategy a ValueError naming the accepted ones.
+    `filename=`): see `add_pass`, and `binding`, `spliced`. A wrong type is a
+    TypeError, an unknown target or strategy a ValueError naming the accepted ones.
     """
     operation = _module_operation(module)
     options = checked_options(options, keywords)
     total = RewriteReport()
     with operation.context:
         pm = passmanager.PassManager("builtin.module")
-        add_pass(pm, options, on_report=total.merge, binding=binding)
-        pm.run(operation)
+        add_pass(pm, options, on_report=total.merge, binding=binding, spliced=spliced)
+        pm.run(operation)  # runs `_run_callable`'s `run` on the module
     return total
 
 
