@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from pool3d_pass.bindings.gpu import cuda_library, deviceless
+from pool3d_pass.bindings.gpu import deviceless
+from pool3d_pass.bindings.gpu.cuda import library as cuda_library
 
 ROOT = Path(__file__).resolve().parents[2]
 MISSING = deviceless.missing_wheels() or cuda_library.unavailable()

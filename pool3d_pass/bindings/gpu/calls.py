@@ -90,7 +90,7 @@ def _cuda_calls():
 
     if implementation() != CUDA:
         return None
-    from pool3d_pass.bindings.gpu import cuda_calls
+    from pool3d_pass.bindings.gpu.cuda import calls as cuda_calls
 
     return cuda_calls
 
@@ -98,7 +98,7 @@ def _cuda_calls():
 def _kernels():
     """The Pallas kernel module, or the reason it cannot be used."""
     try:
-        from pool3d_pass.bindings.gpu import kernels
+        from pool3d_pass.bindings.gpu.pallas import kernels
     except ImportError as error:  # a JAX without Pallas' Triton backend
         return None, f"Pallas Triton backend unavailable ({error})"
     return kernels, None

@@ -25,7 +25,7 @@ import logging
 import os
 
 from pool3d_pass import environment
-from pool3d_pass.bindings.gpu import cuda_library
+from pool3d_pass.bindings.gpu.cuda import library as cuda_library
 
 IMPL_ENV = environment.GPU_KERNELS
 INTERPRET_ENV = environment.GPU_INTERPRET

@@ -14,31 +14,31 @@
 // the same windows add the same values to the same elements in the same
 // (od, oh, ow) order, in f32.
 //
-// NCDHW: one work item is one (b, c) plane, as the recompute backward;
-// windows that do not overlap write every element once. NDHWC: where it
-// measures faster (ViaIndicesPays, choices.h), the forward's search into
-// scratch indices, then from_indices; windows that do not overlap, with a
-// full vector of channels, by search and gather (from_input_cl.cc);
-// otherwise the separable search across channels (common/separable_cl.h) and
-// the sliding f32 accumulator of ndhwc_accumulator.h.
+// NCDHW: one work item is one (b, c) plane, as the recompute backward; windows
+// that do not overlap write every element once. NDHWC: where it measures faster
+// (ViaIndicesPays, choices.h), the forward's search into scratch indices, then
+// from_indices; windows that do not overlap, with a full vector of channels, by
+// search and gather (from_input_cl.cc); otherwise the separable
+// search across channels (common/separable_cl.h) and the sliding f32
+// accumulator of ndhwc_accumulator.h.
 #include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <type_traits>
 #include <vector>
 
-#include "common/dispatch.h"
-#include "common/element_types.h"
+#include "choices.h"
 #include "common/first_max.h"
-#include "common/geometry.h"
 #include "common/separable_ncdhw.h"
 #include "common/separable_cl.h"
 #include "common/threading.h"
-#include "choices.h"
 #include "kernels.h"
 #include "layouts.h"
 #include "ncdhw_no_overlap.h"
 #include "ndhwc_accumulator.h"
+#include "shared_kernels/dispatch.h"
+#include "shared_kernels/element_types.h"
+#include "shared_kernels/geometry.h"
 
 namespace pool3d {
 namespace {
@@ -124,8 +124,8 @@ void FromInputNcdhw(const Geom& g, const typename T::M* go,
 }
 
 // One work item is one (b, channel block): the separable search of
-// common/separable_cl.h, each output row's winners' gradients added at once
-// into the sliding accumulator, in (od, oh, ow) order.
+// common/separable_cl.h, each output row's winners' gradients added
+// at once into the sliding accumulator, in (od, oh, ow) order.
 template <class T>
 void FromInputNdhwc(const Geom& g, const typename T::M* go,
                     const typename T::M* x, typename T::M* dx) {

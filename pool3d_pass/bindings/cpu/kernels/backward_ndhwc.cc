@@ -6,25 +6,25 @@
 // "found" mask, every owned input element written exactly once.
 //
 // Overlapping windows: one work item is one (b, channel block), searched by
-// common/separable_ndhwc.h (D first, tap codes breaking ties) and checked
-// against `output` like the NCDHW path (same int32 keys, same tap-by-tap
-// fallback). The f32 accumulator of the half types covers a window of depth
-// slices that slides along D; f32 accumulates in dx itself. A depth slice is
-// zeroed just before the first window that reaches it and rounded into dx as
-// soon as no later window can, so that it is still in cache at both ends.
+// common/separable_ndhwc.h (D first, tap codes breaking ties) and
+// checked against `output` like the NCDHW path (same int32 keys, same
+// tap-by-tap fallback). The f32 accumulator of the half types covers a window
+// of depth slices that slides along D; f32 accumulates in dx itself. A depth
+// slice is zeroed just before the first window that reaches it and rounded into
+// dx as soon as no later window can, so that it is still in cache at both ends.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <vector>
 
-#include "common/element_types.h"
 #include "common/first_max.h"
-#include "common/geometry.h"
 #include "common/separable_ndhwc.h"
 #include "common/threading.h"
-#include "common/window_scan.h"
 #include "layouts.h"
 #include "ndhwc_accumulator.h"
+#include "shared_kernels/element_types.h"
+#include "shared_kernels/geometry.h"
+#include "shared_kernels/window_scan.h"
 
 namespace pool3d {
 namespace {
@@ -185,8 +185,8 @@ void NdhwcOverlap(const Geom& g, const typename T::M* x,
   const int64_t C = g.C;
   const Radices rad{std::max(g.H, g.kH), std::max(g.W, g.kW)};
   const NdhwcBlocks blocks = PlanNdhwcBlocks<T>(g);
-  ParallelFor<ClScratch>(blocks.items, blocks.threads, [&](int64_t item,
-                                                           ClScratch& s) {
+  ParallelFor<ClScratch>(blocks.items, blocks.threads,
+                                [&](int64_t item, ClScratch& s) {
     const int64_t cb = item % blocks.ncb, b = item / blocks.ncb;
     const int64_t c0 = cb * blocks.nc_blk,
                   nc = std::min(blocks.nc_blk, C - c0);

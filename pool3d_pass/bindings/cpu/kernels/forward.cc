@@ -1,12 +1,11 @@
 // pool3d.max_pooling_3d_forward: (output, indices) from input.
 //
-// NDHWC runs the lane search (forward_cl.cc) with one shared tap list where
-// windows neither overlap nor reach into padding (WindowsDisjoint), the lane
-// search across channels where it pays (LanesPay, choices.h), else the
-// separable one across channels (common/separable_cl.h).
-// NCDHW runs the separable first-max search (common/separable_ncdhw.h) when
-// windows overlap and a single pass over the input when they do not, all
-// with NaN
+// NDHWC runs the lane search (forward_cl.cc) with one shared tap list
+// where windows neither overlap nor reach into padding (WindowsDisjoint), the
+// lane search across channels where it pays (LanesPay, choices.h), else the
+// separable one across channels (common/separable_cl.h). NCDHW runs
+// the separable first-max search (common/separable_ncdhw.h) when windows
+// overlap and a single pass over the input when they do not, all with NaN
 // sorting above every number (KeyNanHigh) and indices counted as tap numbers
 // (td * kH * kW + th * kW + tw). The winner's key then gives the output
 // directly: keys order like the floats and map back to their bits, except in
@@ -22,17 +21,17 @@
 #include <cstdint>
 #include <vector>
 
-#include "common/dispatch.h"
-#include "common/element_types.h"
+#include "choices.h"
 #include "common/first_max.h"
-#include "common/geometry.h"
 #include "common/separable_ncdhw.h"
 #include "common/separable_cl.h"
 #include "common/threading.h"
-#include "choices.h"
 #include "kernels.h"
 #include "layouts.h"
 #include "ncdhw_no_overlap.h"
+#include "shared_kernels/dispatch.h"
+#include "shared_kernels/element_types.h"
+#include "shared_kernels/geometry.h"
 
 namespace pool3d {
 namespace {
@@ -167,7 +166,8 @@ void ForwardNdhwc(const Geom& g, const typename T::M* x, typename T::M* y,
       ChannelBlock(C, g.B, ThreadCount(int64_t{1} << 20, total));
   const int64_t ncb = (C + nc_blk - 1) / nc_blk, items = g.B * ncb;
   ParallelFor<SepClScratch<T>>(
-      items, ThreadCount(items, total), [&](int64_t item, SepClScratch<T>& s) {
+      items, ThreadCount(items, total),
+      [&](int64_t item, SepClScratch<T>& s) {
         const int64_t cb = item % ncb, b = item / ncb;
         const int64_t c0 = cb * nc_blk, nc = std::min(nc_blk, C - c0);
         const M* xb = x + b * DHW * C + c0;

@@ -13,14 +13,14 @@
 #include <cstdint>
 #include <vector>
 
-#include "common/cl_rows.h"
 #include "common/disjoint_rows.h"
-#include "common/element_types.h"
-#include "common/geometry.h"
 #include "common/lane_search.h"
+#include "common/cl_rows.h"
 #include "common/prefetch.h"
 #include "common/threading.h"
 #include "layouts.h"
+#include "shared_kernels/element_types.h"
+#include "shared_kernels/geometry.h"
 
 namespace pool3d {
 

@@ -18,11 +18,11 @@
 #include <cstring>
 #include <vector>
 
-#include "common/element_types.h"
-#include "common/geometry.h"
 #include "common/lane_gather.h"
 #include "common/threading.h"
 #include "layouts.h"
+#include "shared_kernels/element_types.h"
+#include "shared_kernels/geometry.h"
 #ifdef POOL3D_OVERLAP_GATHER
 #include "common/overlap_gather.h"
 #endif
@@ -46,7 +46,8 @@ void FromIndicesNdhwcGather(const Geom& g, const typename T::M* go,
         }
         const int64_t o =
             ((b * g.Do + own.d.o[d]) * g.Ho + own.h.o[h]) * g.Wo * C;
-        GatherRowCl<T>(own.w, own.RowTap(g, d, h), g.W, C, idx + o, go + o, out);
+        GatherRowCl<T>(own.w, own.RowTap(g, d, h), g.W, C, idx + o, go + o,
+                          out);
       });
 }
 

@@ -1,9 +1,9 @@
 // backward_from_input, channels-last, windows that do not overlap, with a full
 // vector of channels (LanesPay, choices.h): one work item is one output row
 // (b, od, oh), searched as the forward searches it (common/disjoint_rows.h
-// where no window reaches into padding, else ForwardRowCl) into a scratch row
-// of indices; the input rows its windows cover are then written by the gather
-// of from_indices_cl.cc (common/lane_gather.h). So the result is
+// where no window reaches into padding, else ForwardRowCl) into a scratch
+// row of indices; the input rows its windows cover are then written by the gather of
+// from_indices_cl.cc (common/lane_gather.h). So the result is
 // backward_from_indices(grad_output, forward(input).indices) bit for bit, and
 // every input element is written once, in the element type: no accumulator, no
 // zeroing pass, no indices in memory. (Measured: with fewer channels than a
@@ -12,13 +12,13 @@
 #include <cstdint>
 #include <vector>
 
-#include "common/cl_rows.h"
 #include "common/disjoint_rows.h"
-#include "common/element_types.h"
-#include "common/geometry.h"
 #include "common/lane_gather.h"
+#include "common/cl_rows.h"
 #include "common/threading.h"
 #include "layouts.h"
+#include "shared_kernels/element_types.h"
+#include "shared_kernels/geometry.h"
 
 namespace pool3d {
 namespace {
@@ -27,7 +27,8 @@ namespace {
 // rows gathered.
 template <class T, class Search>
 void SearchAndGather(const Geom& g, const typename T::M* go,
-                     typename T::M* dx, const ClOwners& own, Search&& search) {
+                     typename T::M* dx, const ClOwners& own,
+                     Search&& search) {
   using M = typename T::M;
   const int64_t C = g.C, HW = g.H * g.W, in_batch = g.D * HW * C;
   const int64_t out_rows = g.B * g.Do * g.Ho, row = g.Wo * C;

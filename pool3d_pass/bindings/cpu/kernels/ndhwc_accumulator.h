@@ -15,9 +15,9 @@
 #include <cstring>
 
 #include "common/first_max.h"
-#include "common/geometry.h"
 #include "common/separable_ndhwc.h"
 #include "common/threading.h"
+#include "shared_kernels/geometry.h"
 
 namespace pool3d {
 

@@ -16,9 +16,9 @@
 #include <type_traits>
 #include <vector>
 
-#include "element_types.h"
 #include "first_max.h"
-#include "geometry.h"
+#include "shared_kernels/element_types.h"
+#include "shared_kernels/geometry.h"
 
 namespace pool3d {
 

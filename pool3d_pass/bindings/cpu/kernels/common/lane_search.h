@@ -28,8 +28,8 @@
 #include <limits>
 #include <type_traits>
 
-#include "element_types.h"
 #include "first_max.h"
+#include "shared_kernels/element_types.h"
 
 namespace pool3d {
 

@@ -1,5 +1,7 @@
 // The separable first-max search of channels-last windows in the element's
-// width, W, then H, then D (row-major order, so no tie codes are needed).
+// width, W, then H, then D (row-major order, so no tie codes are needed),
+// giving tap numbers. separable_ndhwc.h runs D first instead, with tap
+// codes.
 //
 // Per (batch, channel block): the keys of each input row are computed once
 // (KeyNanHigh order, int16 for bf16/f16, int32 for f32; lanes are channels)
@@ -22,11 +24,11 @@
 #include <limits>
 #include <vector>
 
-#include "narrow_keys.h"
-#include "element_types.h"
 #include "first_max.h"
-#include "geometry.h"
+#include "narrow_keys.h"
 #include "prefetch.h"
+#include "shared_kernels/element_types.h"
+#include "shared_kernels/geometry.h"
 
 namespace pool3d {
 
@@ -205,8 +207,8 @@ void SearchBlockCl(const Geom& g, const typename T::M* xb, int64_t nc,
         // The next input row's lanes, while this one is keyed and reduced
         // (measured 1.04x-1.12x faster, cold caches).
         PrefetchRowLanes(xb, (d * g.H + h + 1) * g.W * g.C, g.W, g.C, nc);
-        RowKeysCl<T>(xb + (d * g.H + h) * g.W * g.C, g.W, g.C, nc, g.sW, g.pW,
-                     used, L, s.row.data(), s.phases.data());
+        RowKeysCl<T>(xb + (d * g.H + h) * g.W * g.C, g.W, g.C, nc, g.sW,
+                         g.pW, used, L, s.row.data(), s.phases.data());
         w_taps.Run(s.wk.data() + h * rowlen, s.wt.data() + h * rowlen, rowlen);
       }
       K* hk = s.hk.data() + (d % R) * slice;

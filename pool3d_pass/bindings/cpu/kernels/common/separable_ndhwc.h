@@ -1,4 +1,7 @@
-// The separable first-max search over one NDHWC (batch, channel block).
+// The separable first-max search over one NDHWC (batch, channel block), D
+// first: int32 keys, and tap codes that break ties and can be offsets from the
+// window's origin (what a scatter needs). separable_cl.h runs W
+// first instead, in the element's width, where no tie codes are needed.
 //
 // Same idea as separable_ncdhw.h, with a block of nc channels as the vector
 // dimension: every array holds nc lanes per spatial position. The reduction
@@ -28,10 +31,10 @@
 #include <utility>
 #include <vector>
 
-#include "element_types.h"
 #include "first_max.h"
-#include "geometry.h"
 #include "scratch_buffer.h"
+#include "shared_kernels/element_types.h"
+#include "shared_kernels/geometry.h"
 
 namespace pool3d {
 
