@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "common/cl_rows.h"
+#include "common/ndhwc_rows.h"
 #include "shared_kernels/geometry.h"
 
 namespace pool3d {
@@ -41,7 +41,7 @@ template <class T>
 void FromInputGeneric(const Geom& g, const typename T::M* go,
                       const typename T::M* x, typename T::M* dx);
 
-// forward_cl.cc: the channels-last forward by lane search across
+// forward_ndhwc_lanes.cc: the channels-last forward by lane search across
 // channels (common/lane_search.h; y may be null: indices only), and its search
 // of one output row (b, od, oh) of a batch's input xb into Wo * C outputs and
 // indices.
@@ -49,8 +49,8 @@ template <class T>
 void ForwardNdhwcLanes(const Geom& g, const typename T::M* x, typename T::M* y,
                        int16_t* idx);
 template <class T>
-void ForwardRowCl(const Geom& g, const typename T::M* xb, int64_t od,
-                  int64_t oh, ClTaps& s, typename T::M* y_row,
+void ForwardRowNdhwc(const Geom& g, const typename T::M* xb, int64_t od,
+                  int64_t oh, NdhwcTaps& s, typename T::M* y_row,
                   int16_t* idx_row);
 
 // Windows that neither overlap nor reach into padding: every pixel of every
@@ -63,7 +63,7 @@ template <class T>
 void ForwardNdhwcDisjoint(const Geom& g, const typename T::M* x,
                           typename T::M* y, int16_t* idx);
 
-// from_indices_cl.cc: backward_from_indices, channels-last, by
+// from_indices_ndhwc_gather.cc: backward_from_indices, channels-last, by
 // gather, where it pays (choices.h): windows that do not overlap, and bf16
 // windows that overlap (AVX2).
 template <class T>
@@ -77,7 +77,7 @@ void FromIndicesNdhwcOverlapGatherBf16(const Geom& g, const uint16_t* go,
                                        const int16_t* idx, uint16_t* dx);
 #endif
 
-// from_input_cl.cc: backward_from_input, channels-last, windows that
+// from_input_ndhwc_gather.cc: backward_from_input, channels-last, windows that
 // do not overlap, where the lanes pay (LanesPay, choices.h): each output row
 // searched as the forward searches it, then its input rows written by the same
 // gather.
