@@ -47,8 +47,8 @@ check_jax_kept = $(1) -c "import jax, jaxlib; assert jax.__version__ == jaxlib._
 install: $(STAMP)
 
 # (the CUDA kernels' too: CMakeLists.txt builds their library where nvcc is found)
-KERNEL_SOURCES := $(shell find pool3d_pass/bindings/cpu pool3d_pass/bindings/gpu/cuda -name '*.cc' -o -name '*.h' -o -name '*.cu') \
-                  pool3d_pass/bindings/gpu/cuda_build.py pool3d_pass/bindings/gpu/cuda_version.cc CMakeLists.txt
+KERNEL_SOURCES := $(shell find pool3d_pass/bindings/cpu pool3d_pass/bindings/shared_kernels pool3d_pass/bindings/gpu/cuda \
+                    -name '*.cc' -o -name '*.h' -o -name '*.cu') pool3d_pass/bindings/gpu/cuda/build.py CMakeLists.txt
 
 # The user's way: JAX first, then pool3d_pass with pip's build isolation, so the
 # CPU kernels are compiled against the OLDEST supported jaxlib's FFI headers
@@ -195,7 +195,7 @@ check-jax:
 # the oldest supported jaxlib's FFI headers (pyproject.toml), like a source install.
 # The CUDA kernels are built with the oldest complete CUDA toolkit on PyPI, 13.0
 # ($(CUDA_TOOLKIT_WHEELS), into $(CUDA_TOOLKIT); the CUDA 12 nvcc wheels hold no nvcc
-# driver: bindings/gpu/cuda_build.py), WHEEL_NVCC names another nvcc;
+# driver: bindings/gpu/cuda/build.py), WHEEL_NVCC names another nvcc;
 # POOL3D_REQUIRE_CUDA=1 makes a build without them fail. build/wheel.log is the whole
 # build log; its lines saying what was built are printed, then scripts/wheel_contents.py
 # checks the tags and the libraries.

@@ -5,8 +5,9 @@ bug once planted by hand that a test must catch: a file, an exact text that
 occurs in it once, what replaces it, and the tests expected to fail. For each
 plant, the working tree (what git tracks, what it does not ignore, and the
 compiled extensions beside the sources) is copied to a temporary folder, the
-text is replaced there, a plant in the CPU kernels' C++ rebuilds their
-extension there (CMakePresets.json's `cpu` preset, loaded through
+text is replaced there, a plant in the C++ of the CPU kernels (bindings/cpu/,
+and bindings/shared_kernels/, which they share with the CUDA kernels) rebuilds
+their extension there (CMakePresets.json's `cpu` preset, loaded through
 POOL3D_KERNEL_LIBRARY: several minutes each on 2 cores), and the named tests
 run there with this Python. Caught: they fail. Survived: they pass. First the
 same tests run on an unplanted copy and must pass, or a failure would prove
@@ -36,7 +37,8 @@ from pathlib import Path
 from pool3d_pass.environment import KERNEL_LIBRARY
 
 ROOT = Path(__file__).resolve().parents[1]
-CPU_SOURCES = "pool3d_pass/bindings/cpu/"
+# The C++ compiled into the CPU extension: its own and what it shares with the CUDA kernels.
+CPU_SOURCES = ("pool3d_pass/bindings/cpu/", "pool3d_pass/bindings/shared_kernels/")
 SCIKIT_BUILD_SKIP = "SKBUILD_EDITABLE_SKIP"  # scikit-build-core's editable finder stands aside for these paths
 
 
@@ -53,7 +55,7 @@ class Plant:
 
     @property
     def rebuild(self) -> bool:
-        """A change to the CPU kernels' C++: their extension is rebuilt in the copy."""
+        """A change to C++ the CPU extension compiles: it is rebuilt in the copy."""
         return self.path.startswith(CPU_SOURCES) and self.path.endswith((".cc", ".h"))
 
 
@@ -69,7 +71,7 @@ PLANTS = (
     ),
     Plant(
         name="cpu-maximum-drops-plus-zero-over-minus-zero",
-        path="pool3d_pass/bindings/cpu/kernels/common/window_scan.h",
+        path="pool3d_pass/bindings/shared_kernels/window_scan.h",
         find="  *m = best_key == 0 && plus_zero ? M(0) : best;\n",
         replace="  *m = best;\n",
         tests=("tests/bindings/cpu/test_cpu_kernel_layer.py::test_output_format_may_differ_from_data_format",),
@@ -86,7 +88,7 @@ PLANTS = (
     ),
     Plant(
         name="pallas-recompute-selects-the-last-tap-equal-to-y",
-        path="pool3d_pass/bindings/gpu/kernels.py",
+        path="pool3d_pass/bindings/gpu/pallas/kernels.py",
         find="            take = real & (v == y) & (index < 0)\n",
         replace="            take = real & (v == y)\n",
         tests=("tests/bindings/gpu/test_pallas_kernels.py::test_mixed_layouts",),

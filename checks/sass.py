@@ -38,7 +38,7 @@ import subprocess
 import sys
 import tempfile
 
-from pool3d_pass.bindings.gpu import cuda_build
+from pool3d_pass.bindings.gpu.cuda import build as cuda_build
 
 ARCH = "sm_90a"
 
@@ -494,7 +494,7 @@ def dump(cubin: str) -> str:
 def fresh_library() -> str | None:
     """The package's built CUDA library where it is newer than every file it is built from (its sm_90a SASS
     is then the sources' own), else None."""
-    from pool3d_pass.bindings.gpu import cuda_library  # noqa: PLC0415
+    from pool3d_pass.bindings.gpu.cuda import library as cuda_library  # noqa: PLC0415
 
     path = cuda_library.library_path()
     if not os.path.isfile(path):

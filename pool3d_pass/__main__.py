@@ -62,7 +62,7 @@ def cpu_line() -> str:
 
 def cuda_line() -> str:
     try:
-        from pool3d_pass.bindings.gpu import cuda_library
+        from pool3d_pass.bindings.gpu.cuda import library as cuda_library
 
         path = cuda_library.library_path()
         if not cuda_library.is_built():

@@ -28,7 +28,7 @@ def loss(x):
 
 def cuda_problem() -> str | None:
     """Why the wheel's CUDA kernels cannot be registered (None: they are)."""
-    from pool3d_pass.bindings.gpu import cuda_library
+    from pool3d_pass.bindings.gpu.cuda import library as cuda_library
 
     if "site-packages" not in cuda_library.library_path():
         return f"the CUDA library is looked for at {cuda_library.library_path()}, not in the wheel"
@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
         if problem is not None:
             print(f"the wheel's CUDA kernels: {problem}")
             return 1
-        from pool3d_pass.bindings.gpu import cuda_library
+        from pool3d_pass.bindings.gpu.cuda import library as cuda_library
 
         built = cuda_library.release(cuda_library.built_with(cuda_library.load()))
         cuda = f"CUDA kernels (CUDA {built}) load and register"

@@ -16,7 +16,7 @@ import sys
 import zipfile
 
 CPU_EXTENSION = "pool3d_pass/bindings/cpu/_kernel.abi3.so"
-CUDA_LIBRARY = "pool3d_pass/bindings/gpu/_cuda_kernels.so"
+CUDA_LIBRARY = "pool3d_pass/bindings/gpu/cuda/_cuda_kernels.so"
 ABI_TAG = "cp311-abi3"
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pool3d_pass.bindings.gpu import cuda_library
+from pool3d_pass.bindings.gpu.cuda import library as cuda_library
 
 
 class _Library:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pool3d_pass.bindings.gpu import cuda_build
+from pool3d_pass.bindings.gpu.cuda import build as cuda_build
 
 
 def test_a_release_build_without_nvcc_fails(monkeypatch, tmp_path, capsys):

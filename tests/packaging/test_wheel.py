@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from pool3d_pass.bindings.gpu import cuda_build
+from pool3d_pass.bindings.gpu.cuda import build as cuda_build
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 WHEELS = sorted((REPOSITORY / "dist").glob("pool3d_pass-*.whl"))

@@ -19,7 +19,7 @@ def test_every_variable_read_is_listed():
                REPOSITORY / "CMakeLists.txt"]
     read = {name for path in sources for pattern in (NAMED, NAMED_BY_CMAKE)
             for name in pattern.findall(path.read_text(encoding="utf-8"))}
-    # the scan sees Python, C++ and the build (cuda_build.py, CMakeLists.txt)
+    # the scan sees Python, C++ and the build (gpu/cuda/build.py, CMakeLists.txt)
     assert {"POOL3D_GPU_IMPL", "POOL3D_CPU_THREADS", "POOL3D_BUILD_CUDA", "POOL3D_FFI_INCLUDE"} <= read
     assert read == set(environment.VARIABLES), read ^ set(environment.VARIABLES)
 

@@ -1,14 +1,14 @@
 // The XLA typed-FFI handlers (api_version 4) of the pool3d custom calls.
 //
-// Each handler decodes and validates its call (kernels/common/ffi_calls.h,
+// Each handler decodes and validates its call (shared_kernels/ffi_calls.h,
 // shared with the CUDA handlers) and calls the plain C++ routine of
 // kernels/kernels.h. No C++ exception leaves a handler: std::bad_alloc (or
 // anything else) becomes an error naming the call.
 #include <cstdint>
 
-#include "kernels/common/ffi_calls.h"
 #include "kernels/common/pages.h"
 #include "kernels/kernels.h"
+#include "shared_kernels/ffi_calls.h"
 #include "xla/ffi/api/ffi.h"
 
 namespace pool3d {

@@ -71,8 +71,8 @@ def make_binding() -> Binding:
     return Binding(
         PLATFORM, functions, LOWERING_PLATFORM, unsupported, require, auto_refusal=auto_refusal,
         partitioned_functions={call: f"{PARTITIONED_MODULE}:max_pooling_3d_{call}" for call in TARGETS},
-        # the CUDA kernels' FFI handlers, where their library is built (cuda_library.py)
-        register_kernels="pool3d_pass.bindings.gpu.cuda_library:register_if_built",
+        # the CUDA kernels' FFI handlers, where their library is built (cuda/library.py)
+        register_kernels="pool3d_pass.bindings.gpu.cuda.library:register_if_built",
         describe=_describe,
         takes_settings=True,  # calls.py's and partitioned.py's functions take the run's settings=
     )

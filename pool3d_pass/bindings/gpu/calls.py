@@ -1,9 +1,9 @@
-"""The gpu binding's functions: the contract's calls, by the CUDA kernels or the Pallas kernels of `kernels.py`.
+"""The gpu binding's functions: the contract's calls, by the CUDA kernels or the Pallas kernels of `pallas/kernels.py`.
 
 Where the CUDA kernels serve (`implementation.implementation(settings) ==
 "cuda"`: their library is built and loads, and the settings do not ask for
 Pallas), each function is the contract's own call through
-`jax.ffi.ffi_call` (`cuda_calls.py`). Otherwise the Pallas kernels serve.
+`jax.ffi.ffi_call` (`cuda/calls.py`). Otherwise the Pallas kernels serve.
 
 Each function has its call's signature (docs/contract.md) and is traceable
 under `jax.jit`; with the Pallas kernels, lowered for "cuda", each kernel becomes one
@@ -86,12 +86,12 @@ __all__ = [
 
 
 def _cuda_calls(settings: BindingSettings):
-    """The CUDA kernels' calls (`cuda_calls.py`) where they serve (implementation.py decides), else None."""
+    """The CUDA kernels' calls (`cuda/calls.py`) where they serve (implementation.py decides), else None."""
     from pool3d_pass.bindings.gpu.implementation import CUDA, implementation
 
     if implementation(settings) != CUDA:
         return None
-    from pool3d_pass.bindings.gpu import cuda_calls
+    from pool3d_pass.bindings.gpu.cuda import calls as cuda_calls
 
     return cuda_calls
 
@@ -99,7 +99,7 @@ def _cuda_calls(settings: BindingSettings):
 def _kernels():
     """The Pallas kernel module, or the reason it cannot be used."""
     try:
-        from pool3d_pass.bindings.gpu import kernels
+        from pool3d_pass.bindings.gpu.pallas import kernels
     except ImportError as error:  # a JAX without Pallas' Triton backend
         return None, f"Pallas Triton backend unavailable ({error})"
     return kernels, None

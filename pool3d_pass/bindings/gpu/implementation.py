@@ -26,7 +26,7 @@ import logging
 import os
 
 from pool3d_pass import environment
-from pool3d_pass.bindings.gpu import cuda_library
+from pool3d_pass.bindings.gpu.cuda import library as cuda_library
 from pool3d_pass.environment import BindingSettings, binding_settings
 
 IMPL_ENV = environment.GPU_KERNELS

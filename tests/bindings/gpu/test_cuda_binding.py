@@ -1,6 +1,6 @@
 """The gpu binding's CUDA kernels without a GPU: which implementation serves, the build, registration, lowering.
 
-Where `pool3d_pass/bindings/gpu/_cuda_kernels.so` is built (CMakeLists.txt
+Where `pool3d_pass/bindings/gpu/cuda/_cuda_kernels.so` is built (CMakeLists.txt
 builds it when nvcc is found), the gpu binding's calls lower for cuda to exactly
 the contract's custom calls (`pool3d.max_pooling_3d_*`, typed FFI), with no
 Triton call: every positive fixture, rewritten for `--target=gpu`, holds
@@ -25,7 +25,9 @@ import jax.numpy as jnp
 import pytest
 
 import pool3d_pass
-from pool3d_pass.bindings.gpu import calls, cuda_build, cuda_library, implementation
+from pool3d_pass.bindings.gpu import calls, implementation
+from pool3d_pass.bindings.gpu.cuda import build as cuda_build
+from pool3d_pass.bindings.gpu.cuda import library as cuda_library
 from pool3d_pass.contract import TARGETS
 
 from corpus import ENTRIES, FIXTURES  # noqa: E402
@@ -130,9 +132,9 @@ def test_the_build_step_reports_a_missing_nvcc_and_succeeds(monkeypatch, tmp_pat
 
 
 def test_cmake_builds_the_library_through_cuda_build_only():
-    """nvcc's discovery and flags live in cuda_build.py alone: CMakeLists.txt runs it, with no nvcc line of its own."""
-    cmake = (Path(cuda_build.__file__).resolve().parents[3] / "CMakeLists.txt").read_text(encoding="utf-8")
-    assert '"${gpu_dir}/cuda_build.py"' in cmake and "--output" in cmake
+    """nvcc's discovery and flags live in cuda/build.py alone: CMakeLists.txt runs it, with no nvcc line of its own."""
+    cmake = (Path(cuda_build.__file__).resolve().parents[4] / "CMakeLists.txt").read_text(encoding="utf-8")
+    assert '"${cuda_dir}/build.py"' in cmake and "--output" in cmake
     assert "gencode" not in cmake and "sm_90" not in cmake and "enable_language(CUDA" not in cmake
 
 

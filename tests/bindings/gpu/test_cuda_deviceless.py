@@ -19,7 +19,7 @@ import re
 import pytest
 
 from checks import deviceless
-from pool3d_pass.bindings.gpu import cuda_library
+from pool3d_pass.bindings.gpu.cuda import library as cuda_library
 
 MISSING = deviceless.missing_wheels() or cuda_library.unavailable()
 pytestmark = [pytest.mark.skipif(MISSING is not None, reason=f"deviceless H200 compile of the CUDA kernels skipped: {MISSING}"), pytest.mark.gpu]

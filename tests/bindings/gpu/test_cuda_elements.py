@@ -28,6 +28,7 @@ import numpy as np
 import pytest
 
 from pool3d_pass.bindings import cpu
+from pool3d_pass.bindings.gpu.cuda import build as cuda_build
 from pool3d_pass.bindings.reference import calls as reference
 
 pytestmark = [pytest.mark.usefixtures("cpu_kernels"), pytest.mark.gpu]
@@ -67,7 +68,7 @@ def host_elements(tmp_path_factory):
     extra = os.environ.get("POOL3D_ELEMENTS_CXXFLAGS", "").split()
     subprocess.run(
         [compiler, "-std=c++17", "-O1", "-shared", "-fPIC", "-Wno-unknown-pragmas", *extra,
-         f"-I{ROOT / 'pool3d_pass/bindings/cpu/kernels'}", f"-I{ROOT / 'pool3d_pass/bindings/gpu/cuda'}",
+         *(f"-I{folder}" for folder in cuda_build.INCLUDE_DIRS),  # the library's own include folders
          str(SOURCE), "-o", str(out)],
         check=True,
     )

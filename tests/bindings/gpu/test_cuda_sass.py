@@ -191,7 +191,8 @@ def test_an_inner_loop_with_two_back_edges_is_one_loop_and_its_break_is_a_path()
 
 
 def test_the_built_library_is_read_only_where_it_is_newer_than_its_sources(tmp_path, monkeypatch):
-    from pool3d_pass.bindings.gpu import cuda_build, cuda_library
+    from pool3d_pass.bindings.gpu.cuda import build as cuda_build
+    from pool3d_pass.bindings.gpu.cuda import library as cuda_library
 
     library = tmp_path / "lib.so"
     library.write_bytes(b"")

@@ -22,7 +22,8 @@ import pytest
 import pool3d_pass
 from pool3d_pass.bindings import registry
 from pool3d_pass.bindings.gpu import binding as gpu_binding
-from pool3d_pass.bindings.gpu import calls, kernels
+from pool3d_pass.bindings.gpu import calls
+from pool3d_pass.bindings.gpu.pallas import kernels
 from pool3d_pass.bindings.registry import CallSignature
 from pool3d_pass.contract import CALLS
 from pool3d_pass.contract.pool_config import PoolConfig

@@ -12,7 +12,7 @@ import pytest
 
 import pool3d_pass
 from pool3d_pass import environment
-from pool3d_pass.bindings.gpu import cuda_library
+from pool3d_pass.bindings.gpu.cuda import library as cuda_library
 from pool3d_pass.cli.pool3d_opt import main
 from pool3d_pass.contract import TARGETS
 from pool3d_pass.options import PassOptions

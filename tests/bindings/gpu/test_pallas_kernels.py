@@ -31,7 +31,8 @@ from float_bits import assert_same_bits
 from kernel_examples import KernelExamples
 
 from pool3d_pass.bindings import reference as jax_reference
-from pool3d_pass.bindings.gpu import calls, kernels
+from pool3d_pass.bindings.gpu import calls
+from pool3d_pass.bindings.gpu.pallas import kernels
 from pool3d_pass.contract.pool_config import PoolConfig
 
 pytestmark = pytest.mark.gpu

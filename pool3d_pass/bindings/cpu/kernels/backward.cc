@@ -1,8 +1,8 @@
 // pool3d.max_pooling_3d_backward: element type and layout dispatch.
-#include "common/dispatch.h"
-#include "common/element_types.h"
 #include "kernels.h"
 #include "layouts.h"
+#include "shared_kernels/dispatch.h"
+#include "shared_kernels/element_types.h"
 
 namespace pool3d {
 namespace {

@@ -10,31 +10,31 @@
 // (in dx itself for f32) and rounded once.
 //
 // NCDHW: one work item is one (b, c) plane, or two scattered side by side; a
-// tap's offset in the plane comes from a table (td * H * W + th * W + tw)
-// built once per call, and windows at a border accept a selected tap
-// through a mask of the taps real there (one per output position along each
-// axis, also built once per call); windows that do not overlap write every
-// element once instead (no zeroing). NDHWC: one
-// work item is one (b, channel block), with the sliding f32 accumulator of
-// ndhwc_accumulator.h; windows that do not overlap where
-// FromIndicesGatherPays, and bf16 windows that overlap where
-// OverlapGatherPays (both in choices.h), gather instead (from_indices_cl.cc).
+// tap's offset in the plane comes from a table (td * H * W + th * W + tw) built
+// once per call, and windows at a border accept a selected tap through a mask
+// of the taps real there (one per output position along each axis, also built
+// once per call); windows that do not overlap write every element once instead
+// (no zeroing). NDHWC: one work item is one (b, channel block), with the
+// sliding f32 accumulator of ndhwc_accumulator.h; windows that do not overlap
+// where FromIndicesGatherPays, and bf16 windows that overlap where
+// OverlapGatherPays (both in choices.h), gather instead
+// (from_indices_ndhwc_gather.cc).
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
 #include <vector>
 
-#include "common/dispatch.h"
-#include "common/element_types.h"
-#include "common/geometry.h"
-#include "common/scratch_buffer.h"
-#include "common/separable_ndhwc.h"
-#include "common/threading.h"
 #include "choices.h"
+#include "common/scratch_buffer.h"
+#include "common/separable_ndhwc_d_first.h"
+#include "common/threading.h"
 #include "kernels.h"
 #include "layouts.h"
 #include "ncdhw_no_overlap.h"
 #include "ndhwc_accumulator.h"
+#include "shared_kernels/dispatch.h"
+#include "shared_kernels/element_types.h"
+#include "shared_kernels/geometry.h"
 
 namespace pool3d {
 namespace {
@@ -140,7 +140,7 @@ __attribute__((noinline)) void ScatterRun(
 // call a row rather than a window: with few channels (C = 3) the call and
 // loop set-up per window were more instructions than its adds.
 template <class T>
-__attribute__((noinline)) void ScatterInteriorRowCl(
+__attribute__((noinline)) void ScatterInteriorRowNdhwc(
     float* __restrict a, int64_t a_step, const int16_t* __restrict it,
     const typename T::M* __restrict gt, int64_t C, int64_t nc, int64_t n,
     const int64_t* __restrict off, uint32_t ntaps) {
@@ -286,8 +286,8 @@ void FromIndicesNdhwc(const Geom& g, const typename T::M* go,
   const uint32_t ntaps = uint32_t(taps);
   const TapTable tab(g, g.H * g.W, g.W, 1);
   const NdhwcBlocks blocks = PlanNdhwcBlocks<T>(g);
-  ParallelFor<ClScratch>(blocks.items, blocks.threads, [&](int64_t item,
-                                                           ClScratch& s) {
+  ParallelFor<SepDFirstScratch>(blocks.items, blocks.threads,
+                                [&](int64_t item, SepDFirstScratch& s) {
     const int64_t cb = item % blocks.ncb, b = item / blocks.ncb;
     const int64_t c0 = cb * blocks.nc_blk,
                   nc = std::min(blocks.nc_blk, C - c0);
@@ -311,7 +311,7 @@ void FromIndicesNdhwc(const Geom& g, const typename T::M* go,
         for (int64_t ow = 0; ow < g.Wo; ++ow) {
           if (dh_real && ow == ilo && ihi > ilo) {
             const int64_t o = o_row + ilo * C;
-            ScatterInteriorRowCl<T>(a + (row + ilo * g.sW - g.pW) * as,
+            ScatterInteriorRowNdhwc<T>(a + (row + ilo * g.sW - g.pW) * as,
                                     g.sW * as, idx + o, go + o, C, nc,
                                     ihi - ilo, off.data(), ntaps);
             ow = ihi - 1;

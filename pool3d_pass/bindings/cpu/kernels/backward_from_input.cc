@@ -14,31 +14,31 @@
 // the same windows add the same values to the same elements in the same
 // (od, oh, ow) order, in f32.
 //
-// NCDHW: one work item is one (b, c) plane, as the recompute backward;
-// windows that do not overlap write every element once. NDHWC: where it
-// measures faster (ViaIndicesPays, choices.h), the forward's search into
-// scratch indices, then from_indices; windows that do not overlap, with a
-// full vector of channels, by search and gather (from_input_cl.cc);
-// otherwise the separable search across channels (common/separable_cl.h) and
-// the sliding f32 accumulator of ndhwc_accumulator.h.
+// NCDHW: one work item is one (b, c) plane, as the recompute backward; windows
+// that do not overlap write every element once. NDHWC: where it measures faster
+// (ViaIndicesPays, choices.h), the forward's search into scratch indices, then
+// from_indices; windows that do not overlap, with a full vector of channels, by
+// search and gather (from_input_ndhwc_gather.cc); otherwise the separable
+// search across channels (common/separable_ndhwc_w_first.h) and the sliding f32
+// accumulator of ndhwc_accumulator.h.
 #include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <type_traits>
 #include <vector>
 
-#include "common/dispatch.h"
-#include "common/element_types.h"
-#include "common/first_max.h"
-#include "common/geometry.h"
-#include "common/separable_ncdhw.h"
-#include "common/separable_cl.h"
-#include "common/threading.h"
 #include "choices.h"
+#include "common/first_max.h"
+#include "common/separable_ncdhw.h"
+#include "common/separable_ndhwc_w_first.h"
+#include "common/threading.h"
 #include "kernels.h"
 #include "layouts.h"
 #include "ncdhw_no_overlap.h"
 #include "ndhwc_accumulator.h"
+#include "shared_kernels/dispatch.h"
+#include "shared_kernels/element_types.h"
+#include "shared_kernels/geometry.h"
 
 namespace pool3d {
 namespace {
@@ -124,8 +124,8 @@ void FromInputNcdhw(const Geom& g, const typename T::M* go,
 }
 
 // One work item is one (b, channel block): the separable search of
-// common/separable_cl.h, each output row's winners' gradients added at once
-// into the sliding accumulator, in (od, oh, ow) order.
+// common/separable_ndhwc_w_first.h, each output row's winners' gradients added
+// at once into the sliding accumulator, in (od, oh, ow) order.
 template <class T>
 void FromInputNdhwc(const Geom& g, const typename T::M* go,
                     const typename T::M* x, typename T::M* dx) {
@@ -134,8 +134,8 @@ void FromInputNdhwc(const Geom& g, const typename T::M* go,
   const int64_t C = g.C, HW = g.H * g.W, DHW = g.D * HW;
   const int64_t taps = g.Taps();
   const NdhwcBlocks blocks = PlanNdhwcBlocks<T>(g);
-  struct Scratch : ClScratch {
-    SepClScratch<T> search;
+  struct Scratch : SepDFirstScratch {
+    SepWFirstScratch<T> search;
     std::vector<int64_t> off;
   };
   ParallelFor<Scratch>(blocks.items, blocks.threads, [&](int64_t item,
@@ -151,7 +151,7 @@ void FromInputNdhwc(const Geom& g, const typename T::M* go,
       s.off[t] = ((t / (g.kH * g.kW) * g.H + t / g.kW % g.kH) * g.W +
                   t % g.kW) * as;
     const int64_t* off = s.off.data();
-    SearchBlockCl<T>(g, xb, nc, s.search, [&](int64_t od, int64_t oh,
+    SearchBlockWFirst<T>(g, xb, nc, s.search, [&](int64_t od, int64_t oh,
                                                const K* best, const K* tap) {
       const int64_t d0 = od * g.sD - g.pD, h0 = oh * g.sH - g.pH;
       if (oh == 0) acc.StartTo(d0 + g.kD);

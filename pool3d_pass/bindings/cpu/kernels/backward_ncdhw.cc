@@ -17,13 +17,13 @@
 #include <cstring>
 #include <vector>
 
-#include "common/element_types.h"
 #include "common/first_max.h"
-#include "common/geometry.h"
 #include "common/separable_ncdhw.h"
 #include "common/threading.h"
-#include "common/window_scan.h"
 #include "layouts.h"
+#include "shared_kernels/element_types.h"
+#include "shared_kernels/geometry.h"
+#include "shared_kernels/window_scan.h"
 
 namespace pool3d {
 namespace {

@@ -6,25 +6,25 @@
 // "found" mask, every owned input element written exactly once.
 //
 // Overlapping windows: one work item is one (b, channel block), searched by
-// common/separable_ndhwc.h (D first, tap codes breaking ties) and checked
-// against `output` like the NCDHW path (same int32 keys, same tap-by-tap
-// fallback). The f32 accumulator of the half types covers a window of depth
-// slices that slides along D; f32 accumulates in dx itself. A depth slice is
-// zeroed just before the first window that reaches it and rounded into dx as
-// soon as no later window can, so that it is still in cache at both ends.
+// common/separable_ndhwc_d_first.h (D first, tap codes breaking ties) and
+// checked against `output` like the NCDHW path (same int32 keys, same
+// tap-by-tap fallback). The f32 accumulator of the half types covers a window
+// of depth slices that slides along D; f32 accumulates in dx itself. A depth
+// slice is zeroed just before the first window that reaches it and rounded into
+// dx as soon as no later window can, so that it is still in cache at both ends.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <vector>
 
-#include "common/element_types.h"
 #include "common/first_max.h"
-#include "common/geometry.h"
-#include "common/separable_ndhwc.h"
+#include "common/separable_ndhwc_d_first.h"
 #include "common/threading.h"
-#include "common/window_scan.h"
 #include "layouts.h"
 #include "ndhwc_accumulator.h"
+#include "shared_kernels/element_types.h"
+#include "shared_kernels/geometry.h"
+#include "shared_kernels/window_scan.h"
 
 namespace pool3d {
 namespace {
@@ -113,7 +113,7 @@ void NdhwcNoOverlap(const Geom& g, const typename T::M* x,
 // y: the output row at channel c0 (positions C apart). Returns whether no
 // lane is -1.
 template <class T>
-POOL3D_HOT bool WinnerOffsetsCl(const Geom& g,
+POOL3D_HOT bool WinnerOffsetsNdhwc(const Geom& g,
                                 const typename T::M* __restrict y,
                                 const int32_t* __restrict k,
                                 const int32_t* __restrict t, int64_t nc,
@@ -143,12 +143,12 @@ POOL3D_HOT bool WinnerOffsetsCl(const Geom& g,
 }
 
 // Adds grad_output of the Wo windows of output row (od, oh) to their winners
-// (off from WinnerOffsetsCl; all_ok: no lane is -1). acc holds spatial
+// (off from WinnerOffsetsNdhwc; all_ok: no lane is -1). acc holds spatial
 // position q of lane c, from depth acc_d on, at acc[(q - acc_d * H * W) *
 // astride + c]; xb, yr and gr point at channel c0. Windows are handled in
 // order, lanes being independent.
 template <class T>
-void ScatterRowCl(const Geom& g, const typename T::M* xb,
+void ScatterRowNdhwc(const Geom& g, const typename T::M* xb,
                   const typename T::M* yr, const typename T::M* gr,
                   const int32_t* off, bool all_ok, int64_t nc, int64_t od,
                   int64_t oh, float* acc, int64_t acc_d, int64_t astride) {
@@ -185,8 +185,8 @@ void NdhwcOverlap(const Geom& g, const typename T::M* x,
   const int64_t C = g.C;
   const Radices rad{std::max(g.H, g.kH), std::max(g.W, g.kW)};
   const NdhwcBlocks blocks = PlanNdhwcBlocks<T>(g);
-  ParallelFor<ClScratch>(blocks.items, blocks.threads, [&](int64_t item,
-                                                           ClScratch& s) {
+  ParallelFor<SepDFirstScratch>(blocks.items, blocks.threads,
+                                [&](int64_t item, SepDFirstScratch& s) {
     const int64_t cb = item % blocks.ncb, b = item / blocks.ncb;
     const int64_t c0 = cb * blocks.nc_blk,
                   nc = std::min(blocks.nc_blk, C - c0);
@@ -200,19 +200,19 @@ void NdhwcOverlap(const Geom& g, const typename T::M* x,
       const M* y;
       const M* go;
       int64_t b, c0, nc;
-      ClScratch& s;
+      SepDFirstScratch& s;
       NdhwcAccumulator<T>& acc;
       void BeginDepth(int64_t od) { acc.StartTo(od * g.sD - g.pD + g.kD); }
       void Row(int64_t od, int64_t oh, const int32_t* wk, const int32_t* wt) {
         const int64_t o = ((b * g.Do + od) * g.Ho + oh) * g.Wo * g.C + c0;
-        const bool all_ok = WinnerOffsetsCl<T>(
+        const bool all_ok = WinnerOffsetsNdhwc<T>(
             g, y + o, wk, wt, nc, int32_t(acc.astride), s.off.data());
-        ScatterRowCl<T>(g, xb, y + o, go + o, s.off.data(), all_ok, nc, od,
+        ScatterRowNdhwc<T>(g, xb, y + o, go + o, s.off.data(), all_ok, nc, od,
                         oh, acc.data(), acc.acc_d, acc.astride);
       }
       void EndDepth(int64_t od) { acc.FinishAfter(od); }
     } sink{g, xb, y, go, b, c0, nc, s, acc};
-    SearchBlock<T, NanLow>(g, rad, xb, nc, s, sink);
+    SearchBlockDFirst<T, NanLow>(g, rad, xb, nc, s, sink);
   });
 }
 

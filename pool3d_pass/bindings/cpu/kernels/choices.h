@@ -12,10 +12,10 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "common/element_types.h"
-#include "common/geometry.h"
 #include "layouts.h"
 #include "ndhwc_accumulator.h"
+#include "shared_kernels/element_types.h"
+#include "shared_kernels/geometry.h"
 
 namespace pool3d {
 

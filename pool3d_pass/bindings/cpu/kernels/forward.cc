@@ -1,12 +1,11 @@
 // pool3d.max_pooling_3d_forward: (output, indices) from input.
 //
-// NDHWC runs the lane search (forward_cl.cc) with one shared tap list where
-// windows neither overlap nor reach into padding (WindowsDisjoint), the lane
-// search across channels where it pays (LanesPay, choices.h), else the
-// separable one across channels (common/separable_cl.h).
-// NCDHW runs the separable first-max search (common/separable_ncdhw.h) when
-// windows overlap and a single pass over the input when they do not, all
-// with NaN
+// NDHWC runs the lane search (forward_ndhwc_lanes.cc) with one shared tap list
+// where windows neither overlap nor reach into padding (WindowsDisjoint), the
+// lane search across channels where it pays (LanesPay, choices.h), else the
+// separable one across channels (common/separable_ndhwc_w_first.h). NCDHW runs
+// the separable first-max search (common/separable_ncdhw.h) when windows
+// overlap and a single pass over the input when they do not, all with NaN
 // sorting above every number (KeyNanHigh) and indices counted as tap numbers
 // (td * kH * kW + th * kW + tw). The winner's key then gives the output
 // directly: keys order like the floats and map back to their bits, except in
@@ -22,17 +21,17 @@
 #include <cstdint>
 #include <vector>
 
-#include "common/dispatch.h"
-#include "common/element_types.h"
-#include "common/first_max.h"
-#include "common/geometry.h"
-#include "common/separable_ncdhw.h"
-#include "common/separable_cl.h"
-#include "common/threading.h"
 #include "choices.h"
+#include "common/first_max.h"
+#include "common/separable_ncdhw.h"
+#include "common/separable_ndhwc_w_first.h"
+#include "common/threading.h"
 #include "kernels.h"
 #include "layouts.h"
 #include "ncdhw_no_overlap.h"
+#include "shared_kernels/dispatch.h"
+#include "shared_kernels/element_types.h"
+#include "shared_kernels/geometry.h"
 
 namespace pool3d {
 namespace {
@@ -156,7 +155,7 @@ void ForwardNcdhwNoOverlap(const Geom& g, const typename T::M* x,
 }
 
 // One work item is one (b, channel block): the separable search of
-// common/separable_cl.h, each output row written out as it comes.
+// common/separable_ndhwc_w_first.h, each output row written out as it comes.
 template <class T>
 void ForwardNdhwc(const Geom& g, const typename T::M* x, typename T::M* y,
                   int16_t* idx) {
@@ -166,17 +165,18 @@ void ForwardNdhwc(const Geom& g, const typename T::M* x, typename T::M* y,
   const int64_t nc_blk =
       ChannelBlock(C, g.B, ThreadCount(int64_t{1} << 20, total));
   const int64_t ncb = (C + nc_blk - 1) / nc_blk, items = g.B * ncb;
-  ParallelFor<SepClScratch<T>>(
-      items, ThreadCount(items, total), [&](int64_t item, SepClScratch<T>& s) {
+  ParallelFor<SepWFirstScratch<T>>(
+      items, ThreadCount(items, total),
+      [&](int64_t item, SepWFirstScratch<T>& s) {
         const int64_t cb = item % ncb, b = item / ncb;
         const int64_t c0 = cb * nc_blk, nc = std::min(nc_blk, C - c0);
         const M* xb = x + b * DHW * C + c0;
-        SearchBlockCl<T>(g, xb, nc, s, [&](int64_t od, int64_t oh,
+        SearchBlockWFirst<T>(g, xb, nc, s, [&](int64_t od, int64_t oh,
                                            const K* best, const K* tap) {
           const int64_t d0 = od * g.sD - g.pD, h0 = oh * g.sH - g.pH;
           const int64_t o = ((b * g.Do + od) * g.Ho + oh) * g.Wo * C + c0;
           const bool special =
-              WriteWinnersCl<T>(best, tap, g.Wo, nc, C, y + o, idx + o);
+              WriteWinnersWFirst<T>(best, tap, g.Wo, nc, C, y + o, idx + o);
           if (!special) return;
           for (int64_t i = 0; i < g.Wo * nc; ++i) {
             const K k = best[i];

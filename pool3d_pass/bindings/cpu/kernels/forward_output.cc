@@ -18,14 +18,14 @@
 #include <type_traits>
 #include <vector>
 
-#include "common/dispatch.h"
-#include "common/element_types.h"
 #include "common/first_max.h"
-#include "common/geometry.h"
 #include "common/lane_search.h"  // TotalKey
 #include "common/threading.h"
 #include "kernels.h"
 #include "layouts.h"
+#include "shared_kernels/dispatch.h"
+#include "shared_kernels/element_types.h"
+#include "shared_kernels/geometry.h"
 
 namespace pool3d {
 namespace {

@@ -7,11 +7,11 @@
 #include <cstdint>
 #include <vector>
 
-#include "common/element_types.h"
-#include "common/geometry.h"
 #include "common/threading.h"
-#include "common/window_scan.h"
 #include "layouts.h"
+#include "shared_kernels/element_types.h"
+#include "shared_kernels/geometry.h"
+#include "shared_kernels/window_scan.h"
 
 namespace pool3d {
 namespace {

@@ -1,19 +1,18 @@
 // The pooling kernels as plain C++ routines, one per custom-call target.
 //
-// Each takes a validated geometry (common/validate.h) and raw buffers, and
-// computes exactly what docs/contract.md defines for its call. They do not
-// know about XLA; they may throw std::bad_alloc (scratch memory), which the
-// FFI handlers turn into an error.
+// Each takes a validated geometry (shared_kernels/validate.h) and raw buffers,
+// and computes exactly what docs/contract.md defines for its call. They do not
+// know about XLA; they may throw std::bad_alloc (scratch memory), which the FFI
+// handlers turn into an error.
 #ifndef POOL3D_KERNELS_KERNELS_H_
 #define POOL3D_KERNELS_KERNELS_H_
 
 #include <cstdint>
 
-#include "common/geometry.h"
+#include "shared_kernels/element_types.h"
+#include "shared_kernels/geometry.h"
 
 namespace pool3d {
-
-enum class ElementType { kF32, kBF16, kF16 };
 
 // pool3d.max_pooling_3d_backward: grad_input from (grad_output, input, output).
 void MaxPool3dBackward(const Geom& g, ElementType t, const void* grad_output,

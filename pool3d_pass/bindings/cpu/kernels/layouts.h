@@ -6,8 +6,8 @@
 
 #include <cstdint>
 
-#include "common/cl_rows.h"
-#include "common/geometry.h"
+#include "common/ndhwc_rows.h"
+#include "shared_kernels/geometry.h"
 
 namespace pool3d {
 
@@ -41,16 +41,16 @@ template <class T>
 void FromInputGeneric(const Geom& g, const typename T::M* go,
                       const typename T::M* x, typename T::M* dx);
 
-// forward_cl.cc: the channels-last forward by lane search across channels
-// (common/lane_search.h; y may be null: indices only), and its search of one
-// output row (b, od, oh) of a batch's input xb into Wo * C outputs and
+// forward_ndhwc_lanes.cc: the channels-last forward by lane search across
+// channels (common/lane_search.h; y may be null: indices only), and its search
+// of one output row (b, od, oh) of a batch's input xb into Wo * C outputs and
 // indices.
 template <class T>
 void ForwardNdhwcLanes(const Geom& g, const typename T::M* x, typename T::M* y,
                        int16_t* idx);
 template <class T>
-void ForwardRowCl(const Geom& g, const typename T::M* xb, int64_t od,
-                  int64_t oh, ClTaps& s, typename T::M* y_row,
+void ForwardRowNdhwc(const Geom& g, const typename T::M* xb, int64_t od,
+                  int64_t oh, NdhwcTaps& s, typename T::M* y_row,
                   int16_t* idx_row);
 
 // Windows that neither overlap nor reach into padding: every pixel of every
@@ -63,9 +63,9 @@ template <class T>
 void ForwardNdhwcDisjoint(const Geom& g, const typename T::M* x,
                           typename T::M* y, int16_t* idx);
 
-// from_indices_cl.cc: backward_from_indices, channels-last, by gather, where
-// it pays (choices.h): windows that do not overlap, and bf16 windows that
-// overlap (AVX2).
+// from_indices_ndhwc_gather.cc: backward_from_indices, channels-last, by
+// gather, where it pays (choices.h): windows that do not overlap, and bf16
+// windows that overlap (AVX2).
 template <class T>
 void FromIndicesNdhwcGather(const Geom& g, const typename T::M* go,
                             const int16_t* idx, typename T::M* dx);
@@ -77,10 +77,10 @@ void FromIndicesNdhwcOverlapGatherBf16(const Geom& g, const uint16_t* go,
                                        const int16_t* idx, uint16_t* dx);
 #endif
 
-// from_input_cl.cc: backward_from_input, channels-last, windows that do not
-// overlap, where the lanes pay (LanesPay, choices.h): each output row
-// searched as the forward searches it, then its input rows written by the
-// same gather.
+// from_input_ndhwc_gather.cc: backward_from_input, channels-last, windows that
+// do not overlap, where the lanes pay (LanesPay, choices.h): each output row
+// searched as the forward searches it, then its input rows written by the same
+// gather.
 template <class T>
 void FromInputNdhwcGather(const Geom& g, const typename T::M* go,
                           const typename T::M* x, typename T::M* dx);

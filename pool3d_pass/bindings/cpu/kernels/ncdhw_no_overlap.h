@@ -22,9 +22,9 @@
 #include <cstring>
 #include <vector>
 
-#include "common/element_types.h"
 #include "common/first_max.h"
-#include "common/geometry.h"
+#include "shared_kernels/element_types.h"
+#include "shared_kernels/geometry.h"
 
 namespace pool3d {
 

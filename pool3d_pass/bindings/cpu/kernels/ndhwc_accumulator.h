@@ -15,9 +15,9 @@
 #include <cstring>
 
 #include "common/first_max.h"
-#include "common/geometry.h"
-#include "common/separable_ndhwc.h"
+#include "common/separable_ndhwc_d_first.h"
 #include "common/threading.h"
+#include "shared_kernels/geometry.h"
 
 namespace pool3d {
 
@@ -84,7 +84,7 @@ class NdhwcAccumulator {
 
   // db: dx at batch b, channel c0 of a block of nc lanes.
   NdhwcAccumulator(const Geom& g, const NdhwcBlocks& bl, M* db, int64_t nc,
-                   ClScratch& s)
+                   SepDFirstScratch& s)
       : g_(g), R_(bl.R), HW_(g.H * g.W), db_(db), nc_(nc) {
     if constexpr (kF32) {
       acc_ = reinterpret_cast<float*>(db);

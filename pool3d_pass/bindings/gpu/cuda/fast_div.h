@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "common/hd.h"
+#include "shared_kernels/hd.h"
 
 namespace pool3d {
 namespace gpu {

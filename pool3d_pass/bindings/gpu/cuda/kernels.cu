@@ -1,13 +1,13 @@
 // The pool3d custom calls as CUDA kernels behind XLA typed-FFI handlers
 // (platform CUDA), registered under the contract's target names
 // (docs/contract.md, pool3d_pass.contract.TARGETS) by
-// pool3d_pass/bindings/gpu/cuda_library.py.
+// pool3d_pass/bindings/gpu/cuda/library.py.
 //
 // The structure follows JAX's FFI CUDA example
 // (https://github.com/jax-ml/jax/blob/main/examples/ffi/src/jax_ffi_example/cuda_examples.cu):
 // each handler takes the CUDA stream from the FFI context
 // (PlatformStream<cudaStream_t>), decodes and validates its call with the
-// CPU handlers' code (common/ffi_calls.h: the same errors), plans its
+// CPU handlers' code (shared_kernels/ffi_calls.h: the same errors), plans its
 // launches (launch_plan.h) and runs them on that stream (run_plan.h).
 //
 // Kernels: one grid-stride loop over units each, the unit's work in units.h:
@@ -32,11 +32,10 @@
 #include <cstdlib>
 #include <string>
 
-#include "common/dispatch.h"
-#include "common/ffi_calls.h"
-#include "kernels.h"
 #include "launch_plan.h"
 #include "run_plan.h"
+#include "shared_kernels/dispatch.h"
+#include "shared_kernels/ffi_calls.h"
 #include "units.h"
 #include "xla/ffi/api/ffi.h"
 
@@ -246,7 +245,7 @@ ffi::Error FromInput(cudaStream_t stream, ffi::AnyBuffer grad_output,
   pool3d::Entry(pool3d::k##call, pool3d::gpu::kOutOfMemory, pool3d::gpu::call)
 
 // The handler symbols are the library's only exports (it is built with
-// -fvisibility=hidden; cuda_library.py looks them up with ctypes).
+// -fvisibility=hidden; library.py looks them up with ctypes).
 #pragma GCC visibility push(default)
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(Pool3dCudaMaxPooling3dBackward,

@@ -1,6 +1,6 @@
 // Which kernels a call runs, and how they are launched: host code only.
 //
-// PlanCall decides, for one validated call (common/geometry.h's Geom):
+// PlanCall decides, for one validated call (shared_kernels/geometry.h's Geom):
 // - the window class: a specialised Fixed<...> window (units.h) where the
 //   call's window is one of kClasses and both tensors share one layout, else
 //   the Generic kernels;
@@ -26,8 +26,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "common/geometry.h"
 #include "fast_div.h"
+#include "shared_kernels/geometry.h"
 #include "units.h"
 
 namespace pool3d {

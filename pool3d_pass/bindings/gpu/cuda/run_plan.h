@@ -12,8 +12,8 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "common/dispatch.h"
 #include "launch_plan.h"
+#include "shared_kernels/dispatch.h"
 #include "units.h"
 
 namespace pool3d {

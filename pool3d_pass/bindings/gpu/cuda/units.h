@@ -14,26 +14,27 @@
 //   compile time; a unit is V outputs (or V windows, or V input elements)
 //   along the fastest axis: W in NCDHW, channels in NDHWC.
 // - Generic<I>: any window and any pair of layouts, one element per unit,
-//   through the shared scan rules (common/window_scan.h) and the division-free
-//   decoding of fast_div.h; I is the offset type (int64_t only for planes of
-//   2^31 elements or more).
+//   through the shared scan rules (shared_kernels/window_scan.h) and the
+//   division-free decoding of fast_div.h; I is the offset type (int64_t only
+//   for planes of 2^31 elements or more).
 //
 // The rules are the contract's (docs/contract.md), as the CPU kernels apply
-// them: the first maximum in row-major tap order (keys: common/element_types.h,
-// +0 and -0 equal, a NaN wins and selects no tap), the output +0 where the
-// maximum is a zero and some tap is +0, gradients summed in f32 in ascending
-// window order and rounded once, each dx element written by one thread.
+// them: the first maximum in row-major tap order (keys:
+// shared_kernels/element_types.h, +0 and -0 equal, a NaN wins and selects no
+// tap), the output +0 where the maximum is a zero and some tap is +0, gradients
+// summed in f32 in ascending window order and rounded once, each dx element
+// written by one thread.
 #ifndef POOL3D_GPU_CUDA_UNITS_H_
 #define POOL3D_GPU_CUDA_UNITS_H_
 
 #include <cstdint>
 #include <type_traits>
 
-#include "common/element_types.h"
-#include "common/geometry.h"
-#include "common/hd.h"
-#include "common/window_scan.h"
 #include "fast_div.h"
+#include "shared_kernels/element_types.h"
+#include "shared_kernels/geometry.h"
+#include "shared_kernels/hd.h"
+#include "shared_kernels/window_scan.h"
 
 #if defined(__CUDACC__)
 #include <cuda_bf16.h>
@@ -1123,7 +1124,7 @@ struct GatherUnit {
     p.dx[I(u)] = T::FromF32(acc);
   }
 
-  // CoveringWindows (common/geometry.h) with the stride's FastDiv.
+  // CoveringWindows (shared_kernels/geometry.h) with the stride's FastDiv.
   POOL3D_HD static void Covering(I q, I k, const FastDiv<U>& s, I n_out, I* lo,
                                  I* hi) {
     *lo = q < k ? I(0) : I(s.Div(U(q - k))) + 1;

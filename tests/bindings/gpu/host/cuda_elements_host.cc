@@ -1,5 +1,5 @@
 // The CUDA kernels' host-side plan and per-thread work
-// (pool3d_pass/bindings/gpu/cuda: launch_plan.h, run_plan.h, units.h)
+// (pool3d_pass/bindings/gpu/cuda/: launch_plan.h, run_plan.h, units.h)
 // compiled for the CPU: tests/bindings/gpu/test_cuda_elements.py runs whole calls
 // here, launch by launch and thread by thread as the GPU would run the
 // grid-stride loops, and compares the results with the CPU kernels. POOL3D_HD

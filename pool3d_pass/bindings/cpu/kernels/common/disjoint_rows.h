@@ -12,8 +12,8 @@
 #include <cstring>
 #include <vector>
 
-#include "geometry.h"
 #include "lane_search.h"
+#include "shared_kernels/geometry.h"
 
 namespace pool3d {
 

@@ -21,7 +21,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "element_types.h"
+#include "shared_kernels/element_types.h"
 
 namespace pool3d {
 

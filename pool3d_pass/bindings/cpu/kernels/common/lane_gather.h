@@ -16,9 +16,9 @@
 #include <type_traits>
 #include <vector>
 
-#include "element_types.h"
 #include "first_max.h"
-#include "geometry.h"
+#include "shared_kernels/element_types.h"
+#include "shared_kernels/geometry.h"
 
 namespace pool3d {
 
@@ -37,9 +37,9 @@ struct AxisOwner {
 };
 
 // The owners along D, H and W of a geometry whose windows do not overlap.
-struct ClOwners {
+struct NdhwcOwners {
   AxisOwner d, h, w;
-  explicit ClOwners(const Geom& g)
+  explicit NdhwcOwners(const Geom& g)
       : d(g.D, g.kD, g.sD, g.pD, g.Do), h(g.H, g.kH, g.sH, g.pH, g.Ho),
         w(g.W, g.kW, g.sW, g.pW, g.Wo) {}
   // Whether some window covers input row (d, h).
@@ -103,9 +103,9 @@ POOL3D_HOT void GatherRowLanes(const int64_t* __restrict o,
 
 // Input row (d, h): W pixels of C lanes from the output row of the windows
 // that cover it (idx: that row's indices; go: its gradients); t0 is
-// ClOwners::RowTap. Positions no window covers along W get +0.
+// NdhwcOwners::RowTap. Positions no window covers along W get +0.
 template <class T>
-void GatherRowCl(const AxisOwner& ow, int64_t t0, int64_t W, int64_t C,
+void GatherRowNdhwc(const AxisOwner& ow, int64_t t0, int64_t W, int64_t C,
                  const int16_t* idx, const typename T::M* go,
                  typename T::M* out) {
   GatherRowLanes<T>(ow.o.data(), ow.t.data(), W, C, t0, idx, go, out);
@@ -114,7 +114,7 @@ void GatherRowCl(const AxisOwner& ow, int64_t t0, int64_t W, int64_t C,
 // dx's input rows (b, d, h) that no window covers (k < s, or past the last
 // window): +0. Rows are W * C elements.
 template <class T>
-void ZeroUncoveredRowsCl(const Geom& g, const ClOwners& own,
+void ZeroUncoveredRowsNdhwc(const Geom& g, const NdhwcOwners& own,
                          typename T::M* dx) {
   const int64_t row = g.W * g.C;
   for (int64_t b = 0; b < g.B; ++b)

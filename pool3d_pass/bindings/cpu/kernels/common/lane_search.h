@@ -1,7 +1,7 @@
 // Window searches with the lanes running across contiguous elements: the
 // channels of one channels-last output pixel (PyTorch's
 // cpu_max_pool_channels_last does the same), a whole stride-1 output row
-// flattened to (ow, c) lanes, or a staged row (forward_cl.cc).
+// flattened to (ow, c) lanes, or a staged row (forward_ndhwc_lanes.cc).
 //
 // A search gets n lanes, a base pointer and a list of taps (an element
 // offset from the base and a tap number, in ascending row-major tap order,
@@ -28,8 +28,8 @@
 #include <limits>
 #include <type_traits>
 
-#include "element_types.h"
 #include "first_max.h"
+#include "shared_kernels/element_types.h"
 
 namespace pool3d {
 

@@ -10,7 +10,7 @@
 #include <limits>
 #include <type_traits>
 
-#include "element_types.h"
+#include "shared_kernels/element_types.h"
 
 namespace pool3d {
 

@@ -21,7 +21,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "geometry.h"
+#include "shared_kernels/geometry.h"
 
 namespace pool3d {
 

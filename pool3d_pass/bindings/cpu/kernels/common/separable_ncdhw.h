@@ -19,10 +19,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "element_types.h"
 #include "first_max.h"
-#include "geometry.h"
 #include "scratch_buffer.h"
+#include "shared_kernels/element_types.h"
+#include "shared_kernels/geometry.h"
 
 namespace pool3d {
 

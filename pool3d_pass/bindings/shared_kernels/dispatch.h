@@ -1,9 +1,11 @@
+// Shared by the CPU and the CUDA kernels (bindings/shared_kernels/): both
+// platforms dispatch on ElementType through this one switch.
+//
 // The one mapping from ElementType to its element-type struct
 // (element_types.h), for the CPU routines and the CUDA launches.
-#ifndef POOL3D_KERNELS_COMMON_DISPATCH_H_
-#define POOL3D_KERNELS_COMMON_DISPATCH_H_
+#ifndef POOL3D_SHARED_KERNELS_DISPATCH_H_
+#define POOL3D_SHARED_KERNELS_DISPATCH_H_
 
-#include "../kernels.h"
 #include "element_types.h"
 
 namespace pool3d {
@@ -20,4 +22,4 @@ void ForElementType(ElementType t, Fn&& fn) {
 
 }  // namespace pool3d
 
-#endif  // POOL3D_KERNELS_COMMON_DISPATCH_H_
+#endif  // POOL3D_SHARED_KERNELS_DISPATCH_H_

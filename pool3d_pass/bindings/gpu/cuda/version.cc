@@ -1,5 +1,5 @@
 // The CUDA release the kernels' library was built with (CUDART_VERSION, e.g.
-// 13000 for 13.0): cuda_library.py compares it with the driver's before the
+// 13000 for 13.0): library.py compares it with the driver's before the
 // CUDA kernels are chosen. The library links that release's runtime
 // statically, and a runtime needs a driver of its major release or newer:
 // without this check a too-old driver would surface only as a failed launch.

@@ -1,11 +1,15 @@
+// Shared by the CPU and the CUDA kernels (bindings/shared_kernels/): both
+// platforms move, compare and convert elements (and name their type,
+// ElementType) with these definitions, so both select the same maximum.
+//
 // Element types of the pooling kernels, handled as raw bit patterns.
 //
 // f32, bf16 and f16 are moved and compared as uint32/uint16 bits: no
 // conversion outside the paths that accumulate in f32, and comparisons that
 // vectorise. Key() maps a value to an int32 that orders like the float, which
 // is what the separable first-max searches compare.
-#ifndef POOL3D_KERNELS_COMMON_ELEMENT_TYPES_H_
-#define POOL3D_KERNELS_COMMON_ELEMENT_TYPES_H_
+#ifndef POOL3D_SHARED_KERNELS_ELEMENT_TYPES_H_
+#define POOL3D_SHARED_KERNELS_ELEMENT_TYPES_H_
 
 #include <climits>
 #include <cstdint>
@@ -14,6 +18,9 @@
 #include "hd.h"
 
 namespace pool3d {
+
+// The element types of every call's floating-point operands.
+enum class ElementType { kF32, kBF16, kF16 };
 
 POOL3D_HD inline uint32_t FloatBits(float f) {
 #ifdef __CUDA_ARCH__
@@ -158,4 +165,4 @@ struct NanHigh {
 
 }  // namespace pool3d
 
-#endif  // POOL3D_KERNELS_COMMON_ELEMENT_TYPES_H_
+#endif  // POOL3D_SHARED_KERNELS_ELEMENT_TYPES_H_

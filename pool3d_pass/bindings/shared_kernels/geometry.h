@@ -1,3 +1,7 @@
+// Shared by the CPU and the CUDA kernels (bindings/shared_kernels/): both
+// platforms read one Geom and one definition of a tap index, so indices written
+// on one are read the same on the other.
+//
 // Window geometry shared by every pooling kernel.
 //
 // Geom holds one call's validated shape and attributes (see validate.h, the
@@ -10,8 +14,8 @@
 // kernels share: templates over the integer type (int64_t here; int32_t or
 // int64_t on the GPU) and, where they read a geometry, over its struct (Geom
 // here, the GPU's own narrower copy there), which needs only the fields named.
-#ifndef POOL3D_KERNELS_COMMON_GEOMETRY_H_
-#define POOL3D_KERNELS_COMMON_GEOMETRY_H_
+#ifndef POOL3D_SHARED_KERNELS_GEOMETRY_H_
+#define POOL3D_SHARED_KERNELS_GEOMETRY_H_
 
 #include <algorithm>
 #include <cstdint>
@@ -100,4 +104,4 @@ POOL3D_HD inline void LayoutStrides(bool cl, I C, I d, I h, I w, I* st) {
 
 }  // namespace pool3d
 
-#endif  // POOL3D_KERNELS_COMMON_GEOMETRY_H_
+#endif  // POOL3D_SHARED_KERNELS_GEOMETRY_H_

@@ -1,4 +1,7 @@
-// The separable first-max search over one NDHWC (batch, channel block).
+// The separable first-max search over one NDHWC (batch, channel block), D
+// first: int32 keys, and tap codes that break ties and can be offsets from the
+// window's origin (what a scatter needs). separable_ndhwc_w_first.h runs W
+// first instead, in the element's width, where no tie codes are needed.
 //
 // Same idea as separable_ncdhw.h, with a block of nc channels as the vector
 // dimension: every array holds nc lanes per spatial position. The reduction
@@ -20,22 +23,22 @@
 // Output depths are visited in order and output rows in order within each,
 // so a sink that scatters gives every input element its contributions in
 // (od, oh, ow) order.
-#ifndef POOL3D_KERNELS_COMMON_SEPARABLE_NDHWC_H_
-#define POOL3D_KERNELS_COMMON_SEPARABLE_NDHWC_H_
+#ifndef POOL3D_KERNELS_COMMON_SEPARABLE_NDHWC_D_FIRST_H_
+#define POOL3D_KERNELS_COMMON_SEPARABLE_NDHWC_D_FIRST_H_
 
 #include <algorithm>
 #include <cstdint>
 #include <utility>
 #include <vector>
 
-#include "element_types.h"
 #include "first_max.h"
-#include "geometry.h"
 #include "scratch_buffer.h"
+#include "shared_kernels/element_types.h"
+#include "shared_kernels/geometry.h"
 
 namespace pool3d {
 
-struct ClScratch {
+struct SepDFirstScratch {
   ScratchBuffer<float> acc;     // f32 accumulator of the half types
   std::vector<int32_t> pk, pt;  // one row's D maxima, in stride phases
   std::vector<int32_t> rk, rt;  // ring of kH rows reduced over (td, tw)
@@ -89,9 +92,9 @@ POOL3D_HOT void DepthMax(const typename T::M* __restrict x, int64_t x_step,
 // real depth taps are [td_lo, td_hi): rk/rt (Wo x nc) = first maximum over
 // (td, tw) and its tap code. xb: batch b at the block's channel c0.
 template <class T, class KP>
-void StageDWCl(const Geom& g, Radices rad, const typename T::M* xb,
+void StageDW(const Geom& g, Radices rad, const typename T::M* xb,
                int64_t nc, int64_t d0, int64_t td_lo, int64_t td_hi,
-               int64_t rh, ClScratch& s, int32_t* rk, int32_t* rt) {
+               int64_t rh, SepDFirstScratch& s, int32_t* rk, int32_t* rt) {
   const int64_t L = g.Wo + (g.kW - 1) / g.sW;  // positions per phase
   const int64_t used = std::min(g.sW, g.kW);    // taps never reach the rest
   const int64_t HWC = g.H * g.W * g.C;
@@ -125,8 +128,8 @@ void StageDWCl(const Geom& g, Radices rad, const typename T::M* xb,
 // order (Wo x nc lanes of winners' keys and tap codes, lane ow * nc + c), then
 // sink.EndDepth(od).
 template <class T, class KP, class Sink>
-void SearchBlock(const Geom& g, Radices rad, const typename T::M* xb,
-                 int64_t nc, ClScratch& s, Sink& sink) {
+void SearchBlockDFirst(const Geom& g, Radices rad, const typename T::M* xb,
+                 int64_t nc, SepDFirstScratch& s, Sink& sink) {
   const int64_t row = g.Wo * nc;
   const int64_t L = g.Wo + (g.kW - 1) / g.sW;
   s.pk.assign(std::min(g.sW, g.kW) * L * nc, kPadKey);
@@ -153,7 +156,7 @@ void SearchBlock(const Geom& g, Radices rad, const typename T::M* xb,
           std::fill(rk, rk + row, kPadKey);
           std::fill(rt, rt + row, 0);
         } else {
-          StageDWCl<T, KP>(g, rad, xb, nc, d0, td_lo, td_hi, rh, s, rk, rt);
+          StageDW<T, KP>(g, rad, xb, nc, d0, td_lo, td_hi, rh, s, rk, rt);
         }
       }
       next = h_hi;
@@ -173,4 +176,4 @@ void SearchBlock(const Geom& g, Radices rad, const typename T::M* xb,
 
 }  // namespace pool3d
 
-#endif  // POOL3D_KERNELS_COMMON_SEPARABLE_NDHWC_H_
+#endif  // POOL3D_KERNELS_COMMON_SEPARABLE_NDHWC_D_FIRST_H_

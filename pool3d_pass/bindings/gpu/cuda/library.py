@@ -1,7 +1,7 @@
 """The CUDA kernels' library: where it is, loading it, registering its FFI handlers. No JAX imported.
 
-`_cuda_kernels.so` (built by `cuda_build.py` from `cuda/`, next to this file
-when the package was built with nvcc) holds one XLA typed-FFI handler per call
+`_cuda_kernels.so` (built by `build.py` from this folder's sources, next to
+this file when the package was built with nvcc) holds one XLA typed-FFI handler per call
 of the contract. `register()` registers each with XLA for platform "CUDA"
 under the contract's own target name (`contract.TARGETS`), through
 `jaxlib.xla_client.register_custom_call_target`, the function
@@ -15,7 +15,7 @@ The library links the CUDA runtime statically: loading it needs no GPU and
 no CUDA installation (the driver is looked up when a kernel first runs).
 That runtime needs a driver of its CUDA major release or newer: where the
 machine's NVIDIA driver is older than the release the library was built with
-(`Pool3dCudaRuntimeVersion`, cuda_version.cc), `unavailable()` says so and
+(`Pool3dCudaRuntimeVersion`, version.cc), `unavailable()` says so and
 the Pallas kernels serve. Without a driver (a CPU machine, a deviceless
 compile) nothing is compared.
 

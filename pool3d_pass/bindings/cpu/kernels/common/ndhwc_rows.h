@@ -3,7 +3,7 @@
 //
 // An output row is (b, od, oh): Wo pixels of C channels, contiguous in the
 // output. Its windows share their real depth and height taps; only the W
-// taps of border pixels differ. ForEachRunCl hands out runs of npix pixels
+// taps of border pixels differ. ForEachRunNdhwc hands out runs of npix pixels
 // of n lanes that share one tap list:
 //   - stride 1 along W: the interior pixels (all kW taps real) as ONE run of
 //     (ow, c) lanes, (ihi - ilo) * C of them, contiguous in input and output
@@ -15,18 +15,18 @@
 // Taps are listed in ascending row-major order, padding left out; lane j of
 // pixel p of a run reads input element base + p * step + off[i] + j of the
 // batch.
-#ifndef POOL3D_KERNELS_COMMON_CL_ROWS_H_
-#define POOL3D_KERNELS_COMMON_CL_ROWS_H_
+#ifndef POOL3D_KERNELS_COMMON_NDHWC_ROWS_H_
+#define POOL3D_KERNELS_COMMON_NDHWC_ROWS_H_
 
 #include <algorithm>
 #include <cstdint>
 #include <vector>
 
-#include "geometry.h"
+#include "shared_kernels/geometry.h"
 
 namespace pool3d {
 
-struct ClTaps {
+struct NdhwcTaps {
   std::vector<int64_t> off_full, off;
   std::vector<int16_t> tap_full, tap;
 };
@@ -44,7 +44,7 @@ void ForEachCoveredRow(const Geom& g, int64_t od, int64_t oh, Fn&& fn) {
 // fn(base, step, off, tap, ntaps, npix, n_lanes, ow0): the run's pixels start
 // at output pixel ow0.
 template <class Fn>
-void ForEachRunCl(const Geom& g, int64_t od, int64_t oh, ClTaps& s,
+void ForEachRunNdhwc(const Geom& g, int64_t od, int64_t oh, NdhwcTaps& s,
                   bool pixels_at_once, Fn&& fn) {
   const int64_t C = g.C, d0 = od * g.sD - g.pD, h0 = oh * g.sH - g.pH;
   int64_t td_lo, td_hi, th_lo, th_hi;
@@ -96,4 +96,4 @@ void ForEachRunCl(const Geom& g, int64_t od, int64_t oh, ClTaps& s,
 
 }  // namespace pool3d
 
-#endif  // POOL3D_KERNELS_COMMON_CL_ROWS_H_
+#endif  // POOL3D_KERNELS_COMMON_NDHWC_ROWS_H_

@@ -13,14 +13,14 @@
 #include <cstdint>
 #include <vector>
 
-#include "common/cl_rows.h"
 #include "common/disjoint_rows.h"
-#include "common/element_types.h"
-#include "common/geometry.h"
 #include "common/lane_search.h"
+#include "common/ndhwc_rows.h"
 #include "common/prefetch.h"
 #include "common/threading.h"
 #include "layouts.h"
+#include "shared_kernels/element_types.h"
+#include "shared_kernels/geometry.h"
 
 namespace pool3d {
 
@@ -46,8 +46,8 @@ bool PixelsAtOnce(const Geom& g) {
 }
 
 template <class T>
-void ForwardRowCl(const Geom& g, const typename T::M* xb, int64_t od,
-                  int64_t oh, ClTaps& s, typename T::M* y_row,
+void ForwardRowNdhwc(const Geom& g, const typename T::M* xb, int64_t od,
+                  int64_t oh, NdhwcTaps& s, typename T::M* y_row,
                   int16_t* idx_row) {
   constexpr int64_t kSize = int64_t(sizeof(typename T::M));
   const int64_t C = g.C, row = g.W * C;
@@ -57,14 +57,14 @@ void ForwardRowCl(const Geom& g, const typename T::M* xb, int64_t od,
       PrefetchRange(xb, (d * g.H + h) * row * kSize, row * kSize);
     });
   }
-  ForEachRunCl(g, od, oh, s, at_once,
+  ForEachRunNdhwc(g, od, oh, s, at_once,
                [&](int64_t base, int64_t step, const int64_t* off,
                    const int16_t* tap, int64_t ntaps, int64_t npix, int64_t n,
                    int64_t ow0) {
                  if (!at_once && n == C)  // one pixel (not a stride-1 row)
                    PrefetchNewTaps(xb + base, kPrefetchPixels * g.sW * C, off,
                                    ntaps, C, g.sW);
-                 // All taps real: listed 0 .. ntaps - 1 (ForEachRunCl).
+                 // All taps real: listed 0 .. ntaps - 1 (ForEachRunNdhwc).
                  FirstMaxPixels<T>(xb + base, step, off, tap, ntaps,
                                    ntaps == g.Taps(), npix, n,
                                    y_row + ow0 * C, idx_row + ow0 * C);
@@ -90,13 +90,13 @@ void ForwardNdhwcLanes(const Geom& g, const typename T::M* x, typename T::M* y,
   const int64_t rows = g.B * g.Do * g.Ho, row = g.Wo * g.C;
   const int64_t in_batch = g.D * g.H * g.W * g.C;
   struct Scratch {
-    ClTaps taps;
+    NdhwcTaps taps;
     std::vector<typename T::M> y;  // OutputRow's scratch
   };
   ParallelFor<Scratch>(
       rows, ThreadCount(rows, g.B * in_batch), [&](int64_t r, Scratch& s) {
         const int64_t oh = r % g.Ho, od = r / g.Ho % g.Do, b = r / (g.Ho * g.Do);
-        ForwardRowCl<T>(g, x + b * in_batch, od, oh, s.taps,
+        ForwardRowNdhwc<T>(g, x + b * in_batch, od, oh, s.taps,
                         OutputRow(y, r, row, s.y), idx + r * row);
       });
 }
@@ -117,8 +117,8 @@ void ForwardNdhwcDisjoint(const Geom& g, const typename T::M* x,
 }
 
 #define POOL3D_INSTANTIATE(T)                                              \
-  template void ForwardRowCl<T>(const Geom&, const T::M*, int64_t, int64_t, \
-                                ClTaps&, T::M*, int16_t*);                 \
+  template void ForwardRowNdhwc<T>(const Geom&, const T::M*, int64_t, int64_t, \
+                                NdhwcTaps&, T::M*, int16_t*);                 \
   template void ForwardNdhwcLanes<T>(const Geom&, const T::M*, T::M*,      \
                                      int16_t*);                            \
   template void ForwardNdhwcDisjoint<T>(const Geom&, const T::M*, T::M*,   \

@@ -2,9 +2,9 @@
 
 CMakeLists.txt runs this file when the package is built (so `pip install`,
 `pip install -e .` and `make wheel` get the library wherever an nvcc is
-found): `python cuda_build.py --output LIB --ffi-include DIR` builds the
+found): `python build.py --output LIB --ffi-include DIR` builds the
 library, says why not where it cannot, and exits 0 either way;
-`python cuda_build.py --depends` lists the files it is built from. The tests
+`python build.py --depends` lists the files it is built from. The tests
 call `build()` to read ptxas' report. Standard library only: it runs before
 the package is importable.
 
@@ -47,17 +47,20 @@ import sys
 
 LIBRARY_NAME = "_cuda_kernels.so"
 HERE = os.path.dirname(os.path.abspath(__file__))
-CPU_DIR = os.path.join(os.path.dirname(HERE), "cpu")
+# pool3d_pass/bindings: sources name the C++ they share with the CPU kernels
+# "shared_kernels/NAME" (nothing of bindings/cpu is compiled here)
+BINDINGS_DIR = os.path.dirname(os.path.dirname(HERE))
+SHARED_DIR = os.path.join(BINDINGS_DIR, "shared_kernels")
 SOURCES = (
-    os.path.join(HERE, "cuda", "kernels.cu"),
-    # the CPU binding's operand and attribute checks: the same errors
-    os.path.join(CPU_DIR, "kernels", "common", "validate.cc"),
+    os.path.join(HERE, "kernels.cu"),
+    # the operand and attribute checks the CPU kernels make: the same errors
+    os.path.join(SHARED_DIR, "validate.cc"),
     # arc4random for the static libstdc++, so the wheel's manylinux tag stays 2_34
-    os.path.join(CPU_DIR, "glibc_compat.cc"),
-    # the CUDA release built with, for cuda_library.py's driver check
-    os.path.join(HERE, "cuda_version.cc"),
+    os.path.join(SHARED_DIR, "glibc_compat.cc"),
+    # the CUDA release built with, for library.py's driver check
+    os.path.join(HERE, "version.cc"),
 )
-INCLUDE_DIRS = (os.path.join(CPU_DIR, "kernels"), CPU_DIR, os.path.join(HERE, "cuda"))
+INCLUDE_DIRS = (BINDINGS_DIR, HERE)
 GENCODE = (
     "-gencode=arch=compute_80,code=sm_80",
     "-gencode=arch=compute_90a,code=sm_90a",
@@ -70,9 +73,8 @@ REQUIRE_ENV = "POOL3D_REQUIRE_CUDA"
 def depends() -> list[str]:
     """Every file the library is built from (sources and headers)."""
     files = list(SOURCES)
-    for folder in (os.path.join(HERE, "cuda"), os.path.join(CPU_DIR, "kernels", "common")):
+    for folder in (HERE, SHARED_DIR):
         files += glob.glob(os.path.join(folder, "*.h"))
-    files.append(os.path.join(CPU_DIR, "kernels", "kernels.h"))
     return sorted(set(files))
 
 

@@ -1,5 +1,7 @@
 // The separable first-max search of channels-last windows in the element's
-// width, W, then H, then D (row-major order, so no tie codes are needed).
+// width, W, then H, then D (row-major order, so no tie codes are needed),
+// giving tap numbers. separable_ndhwc_d_first.h runs D first instead, with tap
+// codes.
 //
 // Per (batch, channel block): the keys of each input row are computed once
 // (KeyNanHigh order, int16 for bf16/f16, int32 for f32; lanes are channels)
@@ -13,8 +15,8 @@
 // order holding the maximum, and its tap number is carried along. About
 // kW / sW + kH / (sW sH) + kD / (sW sH sD) compare-selects per input element
 // and lane, against kD kH kW / (sD sH sW) for a window-by-window search.
-#ifndef POOL3D_KERNELS_COMMON_SEPARABLE_CL_H_
-#define POOL3D_KERNELS_COMMON_SEPARABLE_CL_H_
+#ifndef POOL3D_KERNELS_COMMON_SEPARABLE_NDHWC_W_FIRST_H_
+#define POOL3D_KERNELS_COMMON_SEPARABLE_NDHWC_W_FIRST_H_
 
 #include <algorithm>
 #include <cstdint>
@@ -22,16 +24,16 @@
 #include <limits>
 #include <vector>
 
-#include "narrow_keys.h"
-#include "element_types.h"
 #include "first_max.h"
-#include "geometry.h"
+#include "narrow_keys.h"
 #include "prefetch.h"
+#include "shared_kernels/element_types.h"
+#include "shared_kernels/geometry.h"
 
 namespace pool3d {
 
 template <class T>
-struct SepClScratch {
+struct SepWFirstScratch {
   using K = NarrowKey<T>;
   std::vector<K> row;         // one input row's keys
   std::vector<K> phases;      // the same in stride phases
@@ -48,7 +50,7 @@ struct SepClScratch {
 // first tap is a plain copy. (One pass per tap, k and t in memory between
 // them, measured 1.13x-1.30x slower: docs/benchmarks.md.)
 template <class K, int kN, bool kFirst, bool kHasT>
-POOL3D_HOT void FusedStepsCl(const K* const* ckp, const K* const* ctp,
+POOL3D_HOT void FusedStepsWFirst(const K* const* ckp, const K* const* ctp,
                              const K* add, K* __restrict k, K* __restrict t,
                              int64_t n) {
   const K* __restrict c0 = ckp[0];
@@ -103,14 +105,14 @@ struct StageTaps {
       const K* const* d = ct.data() + i;
       const K* a = add.data() + i;
       if (g == 3) {
-        i == 0 ? FusedStepsCl<K, 3, true, kHasT>(c, d, a, k, t, n)
-               : FusedStepsCl<K, 3, false, kHasT>(c, d, a, k, t, n);
+        i == 0 ? FusedStepsWFirst<K, 3, true, kHasT>(c, d, a, k, t, n)
+               : FusedStepsWFirst<K, 3, false, kHasT>(c, d, a, k, t, n);
       } else if (g == 2) {
-        i == 0 ? FusedStepsCl<K, 2, true, kHasT>(c, d, a, k, t, n)
-               : FusedStepsCl<K, 2, false, kHasT>(c, d, a, k, t, n);
+        i == 0 ? FusedStepsWFirst<K, 2, true, kHasT>(c, d, a, k, t, n)
+               : FusedStepsWFirst<K, 2, false, kHasT>(c, d, a, k, t, n);
       } else {
-        i == 0 ? FusedStepsCl<K, 1, true, kHasT>(c, d, a, k, t, n)
-               : FusedStepsCl<K, 1, false, kHasT>(c, d, a, k, t, n);
+        i == 0 ? FusedStepsWFirst<K, 1, true, kHasT>(c, d, a, k, t, n)
+               : FusedStepsWFirst<K, 1, false, kHasT>(c, d, a, k, t, n);
       }
       i += g;
     }
@@ -122,7 +124,7 @@ struct StageTaps {
 // (L slots of nc lanes per phase). Positions no window reaches are skipped;
 // padding slots keep the lowest key, below every real one.
 template <class T>
-POOL3D_HOT void RowKeysCl(const typename T::M* __restrict xr, int64_t W,
+POOL3D_HOT void RowKeysWFirst(const typename T::M* __restrict xr, int64_t W,
                           int64_t C, int64_t nc, int64_t sW, int64_t pW,
                           int64_t used, int64_t L,
                           NarrowKey<T>* __restrict row,
@@ -147,7 +149,7 @@ POOL3D_HOT void RowKeysCl(const typename T::M* __restrict xr, int64_t W,
 // ow * nc + c at ow * C + c: bits of the key, tap or -1 (NaN). Returns
 // whether some lane is a zero or a NaN (the caller fixes those up).
 template <class T>
-POOL3D_HOT bool WriteWinnersCl(const NarrowKey<T>* __restrict best,
+POOL3D_HOT bool WriteWinnersWFirst(const NarrowKey<T>* __restrict best,
                                const NarrowKey<T>* __restrict tap, int64_t Wo,
                                int64_t nc, int64_t C, typename T::M* __restrict y,
                                int16_t* __restrict idx) {
@@ -173,8 +175,8 @@ POOL3D_HOT bool WriteWinnersCl(const NarrowKey<T>* __restrict best,
 // output row in (od, oh) order, k/t holding Wo x nc winners' keys and tap
 // numbers (lane ow * nc + c).
 template <class T, class Row>
-void SearchBlockCl(const Geom& g, const typename T::M* xb, int64_t nc,
-                   SepClScratch<T>& s, Row&& row) {
+void SearchBlockWFirst(const Geom& g, const typename T::M* xb, int64_t nc,
+                   SepWFirstScratch<T>& s, Row&& row) {
   using K = NarrowKey<T>;
   const int64_t rowlen = g.Wo * nc, slice = g.Ho * rowlen;
   const int64_t L = g.Wo + (g.kW - 1) / g.sW, used = std::min(g.sW, g.kW);
@@ -205,8 +207,8 @@ void SearchBlockCl(const Geom& g, const typename T::M* xb, int64_t nc,
         // The next input row's lanes, while this one is keyed and reduced
         // (measured 1.04x-1.12x faster, cold caches).
         PrefetchRowLanes(xb, (d * g.H + h + 1) * g.W * g.C, g.W, g.C, nc);
-        RowKeysCl<T>(xb + (d * g.H + h) * g.W * g.C, g.W, g.C, nc, g.sW, g.pW,
-                     used, L, s.row.data(), s.phases.data());
+        RowKeysWFirst<T>(xb + (d * g.H + h) * g.W * g.C, g.W, g.C, nc, g.sW,
+                         g.pW, used, L, s.row.data(), s.phases.data());
         w_taps.Run(s.wk.data() + h * rowlen, s.wt.data() + h * rowlen, rowlen);
       }
       K* hk = s.hk.data() + (d % R) * slice;
@@ -245,4 +247,4 @@ void SearchBlockCl(const Geom& g, const typename T::M* xb, int64_t nc,
 
 }  // namespace pool3d
 
-#endif  // POOL3D_KERNELS_COMMON_SEPARABLE_CL_H_
+#endif  // POOL3D_KERNELS_COMMON_SEPARABLE_NDHWC_W_FIRST_H_

@@ -5,7 +5,7 @@
 //
 // Windows that do not overlap (common/lane_gather.h): each input position
 // lies in at most one window along each axis (its window and tap per axis:
-// ClOwners, -1 for a position no window covers). An element takes its
+// NdhwcOwners, -1 for a position no window covers). An element takes its
 // window's grad_output (0 + g: +0 for -0) where the window's index names the
 // element's own tap, else +0: a window whose index is -1, out of range or a
 // padding tap matches nothing.
@@ -18,11 +18,11 @@
 #include <cstring>
 #include <vector>
 
-#include "common/element_types.h"
-#include "common/geometry.h"
 #include "common/lane_gather.h"
 #include "common/threading.h"
 #include "layouts.h"
+#include "shared_kernels/element_types.h"
+#include "shared_kernels/geometry.h"
 #ifdef POOL3D_OVERLAP_GATHER
 #include "common/overlap_gather.h"
 #endif
@@ -34,7 +34,7 @@ void FromIndicesNdhwcGather(const Geom& g, const typename T::M* go,
                             const int16_t* idx, typename T::M* dx) {
   using M = typename T::M;
   const int64_t C = g.C, rows = g.B * g.D * g.H;
-  const ClOwners own(g);
+  const NdhwcOwners own(g);
   struct None {};
   ParallelFor<None>(
       rows, ThreadCount(rows, rows * g.W * C), [&](int64_t r, None&) {
@@ -46,7 +46,8 @@ void FromIndicesNdhwcGather(const Geom& g, const typename T::M* go,
         }
         const int64_t o =
             ((b * g.Do + own.d.o[d]) * g.Ho + own.h.o[h]) * g.Wo * C;
-        GatherRowCl<T>(own.w, own.RowTap(g, d, h), g.W, C, idx + o, go + o, out);
+        GatherRowNdhwc<T>(own.w, own.RowTap(g, d, h), g.W, C, idx + o, go + o,
+                          out);
       });
 }
 

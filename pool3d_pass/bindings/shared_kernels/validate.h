@@ -1,18 +1,22 @@
+// Shared by the CPU and the CUDA kernels (bindings/shared_kernels/): compiled
+// into the CPU extension and the CUDA library (validate.cc) alike, so both
+// reject a bad call with the same message.
+//
 // Validation shared by every FFI handler: operands, attributes and shapes.
 //
 // Every violation of docs/contract.md becomes ffi::Error::InvalidArgument,
 // "<target>: <what>, got <value>". On success the handler holds a Geom that
 // every kernel can take as is: extents >= 1, every window holding a real
 // element, and no product of attributes or extents that can overflow int64.
-#ifndef POOL3D_KERNELS_COMMON_VALIDATE_H_
-#define POOL3D_KERNELS_COMMON_VALIDATE_H_
+#ifndef POOL3D_SHARED_KERNELS_VALIDATE_H_
+#define POOL3D_SHARED_KERNELS_VALIDATE_H_
 
 #include <cstdint>
 #include <initializer_list>
 #include <string>
 #include <string_view>
 
-#include "../kernels.h"
+#include "element_types.h"
 #include "geometry.h"
 #include "xla/ffi/api/ffi.h"
 
@@ -68,4 +72,4 @@ ffi::DataType FfiType(ElementType t);
 
 }  // namespace pool3d
 
-#endif  // POOL3D_KERNELS_COMMON_VALIDATE_H_
+#endif  // POOL3D_SHARED_KERNELS_VALIDATE_H_

@@ -1,7 +1,11 @@
+// Shared by the CPU and the CUDA kernels (bindings/shared_kernels/): the CUDA
+// kernels' scalar paths run these same searches, so both platforms pick the
+// same tap.
+//
 // Direct, tap-by-tap searches of one window: the rare paths of the fast
 // kernels and the whole of the layout-generic ones.
-#ifndef POOL3D_KERNELS_COMMON_WINDOW_SCAN_H_
-#define POOL3D_KERNELS_COMMON_WINDOW_SCAN_H_
+#ifndef POOL3D_SHARED_KERNELS_WINDOW_SCAN_H_
+#define POOL3D_SHARED_KERNELS_WINDOW_SCAN_H_
 
 #include <cstdint>
 
@@ -97,4 +101,4 @@ POOL3D_HD int32_t WindowFirstEqual(const G& g, const typename T::M* xp,
 
 }  // namespace pool3d
 
-#endif  // POOL3D_KERNELS_COMMON_WINDOW_SCAN_H_
+#endif  // POOL3D_SHARED_KERNELS_WINDOW_SCAN_H_

@@ -1,10 +1,14 @@
+// Shared by the CPU and the CUDA kernels (bindings/shared_kernels/): both
+// platforms' FFI handlers bind and check each call with it, so both accept and
+// reject the same calls.
+//
 // What the CPU handlers (cpu/handlers.cc) and the CUDA handlers
 // (gpu/cuda/kernels.cu) share: the five targets, their FFI bindings'
 // operands and attributes, the exception guard, and per call the decoding
 // and validation of its operands (validate.h) into a Checked. A handler is
 // its call's Check* and then its platform's run.
-#ifndef POOL3D_KERNELS_COMMON_FFI_CALLS_H_
-#define POOL3D_KERNELS_COMMON_FFI_CALLS_H_
+#ifndef POOL3D_SHARED_KERNELS_FFI_CALLS_H_
+#define POOL3D_SHARED_KERNELS_FFI_CALLS_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -228,4 +232,4 @@ inline ffi::Error CheckFromInput(const ffi::AnyBuffer& grad_output,
 
 }  // namespace pool3d
 
-#endif  // POOL3D_KERNELS_COMMON_FFI_CALLS_H_
+#endif  // POOL3D_SHARED_KERNELS_FFI_CALLS_H_

@@ -1,7 +1,7 @@
 // A private arc4random for the libraries' statically linked libstdc++.
 //
 // The CPU extension and the CUDA kernels' library link libstdc++ in
-// (CMakeLists.txt, gpu/cuda_build.py) so that a wheel asks only glibc of the
+// (CMakeLists.txt, gpu/cuda/build.py) so that a wheel asks only glibc of the
 // machine. libstdc++.a's std::random_device (pulled in with its string and
 // stream code, never called by pool3d_pass) refers to arc4random, which glibc
 // has only since 2.36; that one reference would raise the wheel's manylinux

@@ -3,18 +3,18 @@
 Lowered for cuda, each function is exactly the contract's call
 (`stablehlo.custom_call @pool3d.max_pooling_3d_<kind>`, typed FFI, the five
 attributes), which the library's handlers (`cuda/kernels.cu`, registered
-for platform CUDA by `cuda_library.register()`) run: an exported or
+for platform CUDA by `library.register()`) run: an exported or
 `pool3d-opt --target=gpu` program carries no kernel IR and no jaxlib-specific
 payload. The functions are generated from the contract's table
-(`bindings/ffi_calls.py`), as the CPU binding's are. `calls.py` routes here when `implementation()` is "cuda".
+(`bindings/ffi_calls.py`), as the CPU binding's are. `gpu/calls.py` routes here when `implementation()` is "cuda".
 """
 
 from __future__ import annotations
 
 from pool3d_pass.bindings.ffi_calls import make_calls
-from pool3d_pass.bindings.gpu import cuda_library
+from pool3d_pass.bindings.gpu.cuda import library
 
-_CALLS = make_calls(cuda_library.register)
+_CALLS = make_calls(library.register)
 max_pooling_3d_backward = _CALLS["max_pooling_3d_backward"]
 max_pooling_3d_forward = _CALLS["max_pooling_3d_forward"]
 max_pooling_3d_forward_output = _CALLS["max_pooling_3d_forward_output"]
