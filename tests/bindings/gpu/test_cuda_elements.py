@@ -17,6 +17,8 @@ scalar path), several chunks per call and grids smaller than the work.
 from __future__ import annotations
 
 import ctypes
+import fcntl
+import hashlib
 import os
 import shutil
 import subprocess
@@ -63,18 +65,36 @@ def host_elements(tmp_path_factory):
     compiler = shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
     if compiler is None:
         pytest.skip("no host C++ compiler (g++, c++ or clang++) to build the per-thread code with")
-    out = tmp_path_factory.mktemp("cuda_elements") / "elements.so"
     # e.g. POOL3D_ELEMENTS_CXXFLAGS="-fsanitize=address,undefined" (with libasan preloaded, as make sanitize does)
     extra = os.environ.get("POOL3D_ELEMENTS_CXXFLAGS", "").split()
-    subprocess.run(
-        [compiler, "-std=c++17", "-O1", "-shared", "-fPIC", "-Wno-unknown-pragmas", *extra,
-         *(f"-I{folder}" for folder in cuda_build.INCLUDE_DIRS),  # the library's own include folders
-         str(SOURCE), "-o", str(out)],
-        check=True,
-    )
-    library = ctypes.CDLL(str(out))
+    command = [compiler, "-std=c++17", "-O1", "-shared", "-fPIC", "-Wno-unknown-pragmas", *extra,
+               *(f"-I{folder}" for folder in cuda_build.INCLUDE_DIRS),  # the library's own include folders
+               str(SOURCE)]
+    library = ctypes.CDLL(str(_built_once(tmp_path_factory, command)))
     library.pool3d_run.restype = ctypes.c_int64
     library.pool3d_plan.restype = None
+    return library
+
+
+def _built_once(tmp_path_factory, command: list[str]) -> Path:
+    """The library `command` builds, built once a test run: pytest-xdist's workers share it.
+
+    The build takes about a minute; each worker would otherwise make its own. The
+    file is named by the command and every source it can include, so a changed
+    header or flag builds anew.
+    """
+    sources = [SOURCE, *sorted(path for folder in cuda_build.INCLUDE_DIRS for path in Path(folder).rglob("*.h"))]
+    key = hashlib.sha256("\0".join(command).encode() + b"".join(path.read_bytes() for path in sources)).hexdigest()
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    # Under xdist each worker's base folder sits in the run's own; alone, the base folder is the run's.
+    shared = tmp_path_factory.getbasetemp().parent if worker else tmp_path_factory.getbasetemp()
+    library = shared / f"cuda_elements-{key[:16]}.so"
+    with open(shared / "cuda_elements.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one worker builds, the others wait and load its file
+        if not library.exists():
+            partial = library.with_suffix(f".{worker or 'main'}.partial")
+            subprocess.run([*command, "-o", str(partial)], check=True)
+            partial.replace(library)
     return library
 
 
