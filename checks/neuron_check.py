@@ -100,7 +100,7 @@ def backward_calls(text: str) -> list[dict]:
 
 def layer_inputs(call: dict, specials: bool, seed: int):
     """(x, g, y, reference, geometry) in NCDHW, as tests/bindings/neuron/test_neuron_transcription.py draws them."""
-    from tests.numerics.test_neuron_transcription import inputs
+    from tests.bindings.neuron.test_neuron_transcription import inputs
 
     shape = call["input_shape"]
     ncdhw = shape if call["data_format"] == "NCDHW" else (shape[0], shape[4], *shape[1:4])
@@ -114,7 +114,7 @@ def check_layer(call: dict, device, binding_function, dry_run: bool, repeats: in
     import jax
     import numpy as np
     from nki_max_pool_backward_numpy import max_pooling_3d_backward as transcription
-    from tests.numerics.test_neuron_transcription import classify
+    from tests.bindings.neuron.test_neuron_transcription import classify
 
     layout = call["data_format"]
     to_layout = (lambda a: np.moveaxis(a, 1, -1)) if layout == "NDHWC" else (lambda a: a)

@@ -19,6 +19,10 @@ import pytest
 
 from pool3d_pass.bindings.gpu.cuda import build as cuda_build
 
+# The sources are read where the package is: an editable install's tree ($(VENV), where the
+# gpu binding's tests run); a regular install holds no headers.
+pytestmark = pytest.mark.gpu
+
 ROOT = Path(__file__).resolve().parents[3]
 BINDINGS = Path(cuda_build.BINDINGS_DIR)
 CPU = BINDINGS / "cpu"
