@@ -13,6 +13,9 @@ bit for bit.
 
 from __future__ import annotations
 
+import functools
+
+import jax
 import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
@@ -22,11 +25,22 @@ from pool3d_pass.bindings import reference
 
 from contract_numpy import max_pool_grad_reference, output_shape
 
-# (kernel_size, stride, padding): disjoint, the 2-D-in-3-D (1,2,2), overlapping with padding.
-GEOMETRIES = [((2, 2, 2), (2, 2, 2), (0, 0, 0)), ((1, 2, 2), (1, 2, 2), (0, 0, 0)),
-              ((3, 3, 3), (2, 2, 2), (1, 1, 1)), ((3, 3, 3), (1, 1, 1), (1, 1, 1))]
-LAYOUTS = [("NCDHW", "NCDHW"), ("NDHWC", "NDHWC"), ("NCDHW", "NDHWC")]
-DTYPES = [np.float32, ml_dtypes.bfloat16]
+DISJOINT, TWO_D, OVERLAP_S2, OVERLAP_S1 = (((2, 2, 2), (2, 2, 2), (0, 0, 0)), ((1, 2, 2), (1, 2, 2), (0, 0, 0)),
+                                          ((3, 3, 3), (2, 2, 2), (1, 1, 1)), ((3, 3, 3), (1, 1, 1), (1, 1, 1)))
+# Each geometry class (disjoint, the 2-D-in-3-D (1,2,2), overlapping with padding) in f32 and
+# bf16, and each layout pair (same, mixed both ways) at least twice: the reference binding runs
+# op by op (each call compiled here once per case), so the cases are chosen, not crossed.
+CASES = [
+    pytest.param(geometry, formats, dtype, id=f"{name}-{formats[0]}-{formats[1]}-{np.dtype(dtype).name}")
+    for name, geometry, formats, dtype in [
+        ("k2s2", DISJOINT, ("NCDHW", "NCDHW"), np.float32), ("k2s2", DISJOINT, ("NDHWC", "NCDHW"), ml_dtypes.bfloat16),
+        ("k122", TWO_D, ("NDHWC", "NDHWC"), ml_dtypes.bfloat16), ("k122", TWO_D, ("NCDHW", "NDHWC"), np.float32),
+        ("k3s2p1", OVERLAP_S2, ("NCDHW", "NDHWC"), np.float32),
+        ("k3s2p1", OVERLAP_S2, ("NDHWC", "NDHWC"), ml_dtypes.bfloat16),
+        ("k3s1p1", OVERLAP_S1, ("NDHWC", "NCDHW"), np.float32),
+        ("k3s1p1", OVERLAP_S1, ("NCDHW", "NCDHW"), ml_dtypes.bfloat16),
+    ]
+]
 SHAPE_NCDHW = (2, 3, 4, 5, 6)
 
 
@@ -59,32 +73,33 @@ def _bits(array, dtype):
     return np.asarray(array, dtype=dtype).view(np.uint16 if dtype == ml_dtypes.bfloat16 else np.uint32)
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
-@pytest.mark.parametrize(("data_format", "output_format"), LAYOUTS, ids=lambda f: f)
-@pytest.mark.parametrize(("kernel_size", "stride", "padding"), GEOMETRIES,
-                         ids=lambda v: "x".join(map(str, v)))
-def test_every_call_states_the_contract(kernel_size, stride, padding, data_format, output_format, dtype):
+@pytest.mark.parametrize(("geometry", "formats", "dtype"), CASES)
+def test_every_call_states_the_contract(geometry, formats, dtype):
+    (kernel_size, stride, padding), (data_format, output_format) = geometry, formats
     x, g = _inputs(dtype, kernel_size, stride, padding)
     expected = _numpy(x, g, kernel_size, stride, padding)
     attributes = dict(kernel_size=kernel_size, stride=stride, padding=padding,
                       data_format=data_format, output_format=output_format)
     xin, gin = jnp.asarray(_to(data_format, x)), jnp.asarray(_to(output_format, g))
 
-    y, indices = reference.max_pooling_3d_forward(xin, **attributes)
+    def call(function, *operands, **more):
+        return jax.jit(functools.partial(function, **attributes, **more))(*operands)
+
+    y, indices = call(reference.max_pooling_3d_forward, xin)
     y, indices = _from(output_format, np.asarray(y)), _from(output_format, np.asarray(indices))
     np.testing.assert_array_equal(y.astype(np.float64), expected.y)  # NaN where the window holds one
     np.testing.assert_array_equal(indices, expected.selected)
     assert (indices == -1).sum() == np.isnan(expected.y).sum() > 0  # a NaN window selects nothing
 
-    y_only = _from(output_format, np.asarray(reference.max_pooling_3d_forward_output(xin, **attributes)))
+    y_only = _from(output_format, np.asarray(call(reference.max_pooling_3d_forward_output, xin)))
     np.testing.assert_array_equal(_bits(y_only, dtype), _bits(y, dtype))
 
     want = _bits(expected.grad, dtype)  # small integers: every sum exact, signs of zeros included
     got = {
-        "backward": reference.max_pooling_3d_backward(gin, xin, jnp.asarray(_to(output_format, y)), **attributes),
-        "backward_from_input": reference.max_pooling_3d_backward_from_input(gin, xin, **attributes),
-        "backward_from_indices": reference.max_pooling_3d_backward_from_indices(
-            gin, jnp.asarray(_to(output_format, indices)), input_shape=xin.shape, **attributes),
+        "backward": call(reference.max_pooling_3d_backward, gin, xin, jnp.asarray(_to(output_format, y))),
+        "backward_from_input": call(reference.max_pooling_3d_backward_from_input, gin, xin),
+        "backward_from_indices": call(reference.max_pooling_3d_backward_from_indices, gin,
+                                      jnp.asarray(_to(output_format, indices)), input_shape=tuple(xin.shape)),
     }
     for name, grad in got.items():
         assert grad.dtype == dtype, name
