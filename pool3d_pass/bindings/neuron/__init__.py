@@ -10,40 +10,7 @@
 Without the SDK this package imports (no JAX, no SDK). See docs/neuron.md.
 """
 
-from pool3d_pass.bindings.neuron.calls import (
-    DEFAULT_LNC,
-    KERNEL_FUNCTION,
-    KERNEL_MODULE,
-    LNC_VARIABLE,
-    MIN_SDK,
-    NKI_CALL_TARGET,
-    NeuronPackagesMissing,
-    NeuronSdkUnavailable,
-    artifact_remark,
-    covered_extent,
-    logical_nc_config,
-    max_pooling_3d_backward,
-    missing_packages,
-    require,
-    require_neuron_packages,
-    unsupported,
-)
+from pool3d_pass.bindings.neuron import calls as _calls
+from pool3d_pass.bindings.neuron.calls import *  # noqa: F403  the binding's public names, listed once there
 
-__all__ = [
-    "DEFAULT_LNC",
-    "KERNEL_FUNCTION",
-    "KERNEL_MODULE",
-    "LNC_VARIABLE",
-    "MIN_SDK",
-    "NKI_CALL_TARGET",
-    "NeuronPackagesMissing",
-    "NeuronSdkUnavailable",
-    "artifact_remark",
-    "covered_extent",
-    "logical_nc_config",
-    "max_pooling_3d_backward",
-    "missing_packages",
-    "require",
-    "require_neuron_packages",
-    "unsupported",
-]
+__all__ = _calls.__all__
