@@ -270,8 +270,7 @@ def run(functions: dict, pool, dtype: str, *, eager: bool = False, departures=()
         ours, theirs = program(functions, attrs, x_shape, eager), reference_program(attrs, x_shape)
         for seed, kind in enumerate(kinds):
             x, g = inputs(shape, pool.kernel_size, pool.stride, pool.padding, layout, dtype_name, kind, seed)
-            if device is not None:
-                x, g = jax.device_put(x, device), jax.device_put(g, device)
+            x, g = jax.device_put(x, device), jax.device_put(g, device)  # arrays of the device (eager calls too)
             ref = {k: np.asarray(v) for k, v in theirs(x, g).items()}
             y, index = jax.device_put(ref["y"], device), jax.device_put(ref["index"], device)
             got = {k: np.asarray(v) for k, v in ours(x, g, y, index).items()}

@@ -18,13 +18,14 @@ platform: exclusive-process mode, a NeuronCore already taken) is one
 
 from __future__ import annotations
 
+import faulthandler
 import functools
 import importlib
 import json
 import sys
 import traceback
 
-MARK = "POOL3D-CALIBRATION"
+from pool3d_pass.calibration.runner import MARK
 
 
 def emit(kind: str, task_id: str = "", payload: str = "") -> None:
@@ -80,6 +81,7 @@ def speed(task: dict, functions: dict) -> dict:
 
 
 def main() -> int:
+    faulthandler.enable()  # a fault's last words on stderr, which the parent quotes
     request = json.loads(sys.stdin.read())
     spec = request["binding"]
     try:

@@ -191,7 +191,10 @@ class Decider:
         device = self.device()
         store = self._store()
         subject = request.subject()
-        missing_numerics = numerics_wanted and store.read(device, subject.numerics()) is None
+        numerics = store.read(device, subject.numerics())
+        if numerics is not None and not numerics["verdict"]["passed"]:
+            return None  # refused by its battery: nothing to time
+        missing_numerics = numerics_wanted and numerics is None
         missing_speed = speed_wanted and store.read(device, subject) is None
         if not (missing_numerics or missing_speed):
             return None
@@ -234,7 +237,10 @@ def _tasks(decider: Decider, requests: list[Request]) -> tuple[list[dict], dict]
         subject = request.subject()
         numerics = subject.numerics()
         numerics_id = store.path(device, numerics).name
-        if (numerics_wanted or speed_wanted) and numerics_id not in seen and store.read(device, numerics) is None:
+        stored = store.read(device, numerics)
+        if stored is not None and not stored["verdict"]["passed"]:
+            continue  # refused by its battery: nothing to time
+        if (numerics_wanted or speed_wanted) and numerics_id not in seen and stored is None:
             seen.add(numerics_id)
             task_id = f"n{next(counter)}"
             tasks.append({"id": task_id, "kind": NUMERICS, "subject": dataclasses.asdict(numerics)})
@@ -277,9 +283,9 @@ def calibrate(decider: Decider, requests: list[Request]) -> dict:
         if not tasks:
             return results
         left = modes.budget_s() - _spent["seconds"] - (time.monotonic() - start)
-        names = ", ".join(sorted({s.describe() for s in subjects.values()}))
-        logger.info("pool3d_pass calibration: measuring on this %s (a child process, at most %.0f s): %s",
-                    device.describe(), max(left, 0), names)
+        names = "; ".join(sorted({s.numerics().describe() for s in subjects.values()}))
+        logger.info("pool3d_pass calibration: measuring %d class(es) on this %s (a child process, at most %.0f s): %s",
+                    len({s.numerics() for s in subjects.values()}), device.describe(), max(left, 0), names)
         outcome = runner.run(binding_spec(decider.binding, decider.settings, device.kernels), device.platform,
                              tasks, max(left, 0.0))
     _spent["seconds"] += time.monotonic() - start

@@ -13,9 +13,11 @@ lines until every task is answered, the child exits, or `seconds` pass:
 * the task running when the child died of a signal (segfault, abort, bus
   error) or exited: a refusal naming the signal and the child's last error
   line; the tasks after it run in a new child while time is left;
-* the task running when the time ran out: killed with its child (the whole
-  process group), `Outcome.timed_out`: the class is left to the platform's
-  compiler in this process and not remembered (slow and hung look alike);
+* a task that runs past `task_seconds`, or is running when the whole time
+  runs out: killed with its child (the whole process group),
+  `Outcome.timed_out`: the class is left to the platform's compiler in this
+  process and not remembered (slow and hung look alike); the tasks after it
+  run in a new child while time is left;
 * a child that cannot start (no device for it: a GPU in exclusive-process
   mode, NeuronCores another process holds): `Outcome.fatal`, nothing decided.
 
@@ -36,11 +38,14 @@ import threading
 import time
 
 from pool3d_pass import environment
-from pool3d_pass.calibration.child import MARK
 from pool3d_pass.calibration.device import JAX_PLATFORMS
 
+MARK = "POOL3D-CALIBRATION"  # the prefix of the child's result lines (child.py)
 CRASH_SIGNALS = {signal.SIGSEGV: "segmentation fault", signal.SIGABRT: "abort", signal.SIGBUS: "bus error",
                  signal.SIGFPE: "floating-point exception", signal.SIGILL: "illegal instruction"}
+
+
+TASK_SECONDS = 90.0  # one task (a class's battery, or its timing: compiles included) never needs more
 
 
 @dataclasses.dataclass
@@ -79,7 +84,8 @@ def _last_error(path: str) -> str:
     except OSError:
         return ""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
-    wanted = [line for line in lines if "Fatal Python error" in line or "Error" in line or "error" in line]
+    wanted = [line for line in lines if "Fatal Python error" in line] or [
+        line for line in lines if "Error" in line and "Warning" not in line]
     return (wanted or lines or [""])[-1][:300]
 
 
@@ -98,7 +104,7 @@ def _describe_exit(returncode: int, stderr_path: str) -> str:
     return text + (f": {last}" if last else "")
 
 
-def _one_child(request: dict, platform: str, seconds: float, outcome: Outcome) -> list[dict]:
+def _one_child(request: dict, platform: str, seconds: float, task_seconds: float, outcome: Outcome) -> list[dict]:
     """Run one child on `request`'s tasks; returns the tasks it never started (to run in a new child)."""
     tasks = {task["id"]: task for task in request["tasks"]}
     answered: set[str] = set()
@@ -115,10 +121,11 @@ def _one_child(request: dict, platform: str, seconds: float, outcome: Outcome) -
         lines: queue.Queue = queue.Queue()
         threading.Thread(target=_reader, args=(process.stdout, lines), daemon=True).start()
         deadline = started_at + seconds
+        task_deadline = deadline
         finished = False
         while not finished:
             try:
-                line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+                line = lines.get(timeout=max(0.0, min(deadline, task_deadline) - time.monotonic()))
             except queue.Empty:
                 break  # out of time
             if line is None:
@@ -138,28 +145,33 @@ def _one_child(request: dict, platform: str, seconds: float, outcome: Outcome) -
                 outcome.device = tuple(found) if found else None
             elif kind == "START":
                 running = task_id
+                task_deadline = time.monotonic() + task_seconds
             elif kind == "DONE":
                 outcome.verdicts[task_id] = json.loads(payload)
                 answered.add(task_id)
-                running = None
+                running, task_deadline = None, deadline
             elif kind in ("FAILED", "SKIPPED"):
                 message = json.loads(payload)
                 outcome.refusals[task_id] = (f"the binding's functions raised in the calibration child: {message}"
                                              if kind == "FAILED" else message)
                 answered.add(task_id)
-                running = None
+                running, task_deadline = None, deadline
         if not finished:
             _kill(process)
+            out_of_time = time.monotonic() >= deadline
             if running is not None:
-                outcome.timed_out[running] = (f"did not finish within the calibration's {seconds:.0f} s (hung, "
-                                              "or slower than the budget); killed with its child")
+                limit = min(seconds, task_seconds) if out_of_time else task_seconds
+                outcome.timed_out[running] = (f"did not finish within {limit:.0f} s (hung, or slower than the "
+                                              "calibration's time); killed with its child")
                 answered.add(running)
             process.wait()
-            for task_id in tasks:
-                if task_id not in answered:
-                    outcome.timed_out[task_id] = "not reached within the calibration's time"
             os.unlink(stderr.name)
-            return []
+            if out_of_time:
+                for task_id in tasks:
+                    if task_id not in answered:
+                        outcome.timed_out[task_id] = "not reached within the calibration's time"
+                return []
+            return _after_failures([task for task_id, task in tasks.items() if task_id not in answered], outcome)
         returncode = process.wait()
         if outcome.fatal is not None:
             os.unlink(stderr.name)
@@ -172,7 +184,19 @@ def _one_child(request: dict, platform: str, seconds: float, outcome: Outcome) -
             os.unlink(stderr.name)
             return []
         os.unlink(stderr.name)
-    return [task for task_id, task in tasks.items() if task_id not in answered]
+    return _after_failures([task for task_id, task in tasks.items() if task_id not in answered], outcome)
+
+
+def _after_failures(remaining: list[dict], outcome: Outcome) -> list[dict]:
+    """`remaining` less the timings of classes whose battery did not pass here (refused with that reason)."""
+    failed = set(outcome.refusals) | set(outcome.timed_out)
+    kept = []
+    for task in remaining:
+        if task.get("numerics_id") in failed:
+            outcome.refusals[task["id"]] = "its numerics battery failed in this run"
+        else:
+            kept.append(task)
+    return kept
 
 
 def _kill(process: subprocess.Popen) -> None:
@@ -182,8 +206,10 @@ def _kill(process: subprocess.Popen) -> None:
         process.kill()
 
 
-def run(binding_spec: dict, platform: str, tasks: list[dict], seconds: float) -> Outcome:
-    """Run `tasks` (dicts with "id", "kind", "subject") for the binding on `platform`'s device within `seconds`."""
+def run(binding_spec: dict, platform: str, tasks: list[dict], seconds: float,
+        task_seconds: float = TASK_SECONDS) -> Outcome:
+    """Run `tasks` (dicts with "id", "kind", "subject") for the binding on `platform`'s device within `seconds`,
+    none of them longer than `task_seconds`."""
     outcome = Outcome()
     start = time.monotonic()
     remaining = list(tasks)
@@ -194,7 +220,7 @@ def run(binding_spec: dict, platform: str, tasks: list[dict], seconds: float) ->
                 outcome.timed_out[task["id"]] = "not reached within the calibration's time"
             break
         request = {"binding": binding_spec, "device_platform": platform, "tasks": remaining}
-        remaining = _one_child(request, platform, left, outcome)
+        remaining = _one_child(request, platform, left, task_seconds, outcome)
         if outcome.fatal is not None:
             break
     outcome.seconds = time.monotonic() - start
