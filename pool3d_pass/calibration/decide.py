@@ -60,6 +60,12 @@ def spent_s() -> float:
     return _spent["seconds"]
 
 
+def charge(seconds: float) -> None:
+    """Count `seconds` of calibration done elsewhere (ahead.py) against this process's budget."""
+    with _lock:
+        _spent["seconds"] += seconds
+
+
 def reset() -> None:
     """Forget this process's budget use and in-memory decisions (tests; a long-running server)."""
     with _lock:

@@ -8,9 +8,9 @@ alike; it returns each variant's samples, min and median. The device check
 
 `verdict(samples_xla, samples_kernels)`: per round, the ratio XLA time /
 kernel time (the two timed side by side); `ratio` is their median and
-`spread` half the range of the rounds' ratios after the highest and the
-lowest are dropped (with five rounds or more: one bad round is not the
-spread). The kernels are used where they win beyond the spread,
+`spread` their median absolute deviation from it (a burst of another
+tenant's load in one or two rounds is not the spread; a machine whose every
+round differs is). The kernels are used where they win beyond the spread,
 `ratio - spread > 1`; within it, or slower, the job stays XLA's. So on a
 noisy machine the decision leans to the program as the user wrote it.
 """
@@ -22,7 +22,7 @@ import statistics
 import time
 
 ROUNDS = 7  # at least 5 (the issue's median of >= 5), after one warm-up call of each variant
-TARGET_S = 0.02  # each round's calls of one variant take about this long
+TARGET_S = 0.03  # each round's calls of one variant take about this long
 
 
 def measure(timers: dict, rounds: int = ROUNDS, target_s: float = TARGET_S) -> dict:
@@ -44,8 +44,7 @@ def verdict(xla_ms: list[float], kernels_ms: list[float]) -> dict:
     """{"rewrite", "ratio", "spread", "xla_ms", "kernels_ms", "rounds"} from two interleaved sample lists."""
     ratios = sorted(x / max(k, 1e-9) for x, k in zip(xla_ms, kernels_ms))
     ratio = statistics.median(ratios)
-    kept = ratios[1:-1] if len(ratios) >= 5 else ratios
-    spread = (kept[-1] - kept[0]) / 2
+    spread = statistics.median(abs(r - ratio) for r in ratios)
     return {"rewrite": ratio - spread > 1.0, "ratio": round(ratio, 4), "spread": round(spread, 4),
             "xla_ms": round(statistics.median(xla_ms), 4), "kernels_ms": round(statistics.median(kernels_ms), 4),
             "rounds": len(ratios)}
