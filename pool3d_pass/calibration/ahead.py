@@ -98,7 +98,7 @@ def common_subjects(binding) -> list[Subject]:
 def before_program(options=None, *, device_platform: str | None = None) -> list[Measured]:
     """At `enable()`: the battery on devices one process owns, before this program takes them (see above)."""
     from pool3d_pass.bindings.registry import binding_for, platforms
-    from pool3d_pass.environment import binding_settings
+    from pool3d_pass.options import binding_settings
 
     if modes.mode(options) != modes.FIRST_USE:
         return []

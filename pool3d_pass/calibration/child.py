@@ -34,7 +34,7 @@ def emit(kind: str, task_id: str = "", payload: str = "") -> None:
 
 def binding_functions(spec: dict) -> dict:
     """call kind -> function, from the request's binding (its settings bound where it takes them)."""
-    from pool3d_pass.environment import BindingSettings
+    from pool3d_pass.options import BindingSettings
 
     settings = BindingSettings(**spec.get("settings", {}))
     functions = {}

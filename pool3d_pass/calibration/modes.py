@@ -8,8 +8,10 @@
   process (what several processes, a CI job or a timing-sensitive start use);
 * "off": the binding's prior alone; the cache is neither read nor written.
 
-The option (`PassOptions.calibration`) wins; where it is not given,
-`$POOL3D_CALIBRATION`; else "first-use". The budget is the seconds one
+The option (`PassOptions.calibration`, a setting of every entry: `enable()`,
+`jit()`, `rewrite()`, `pool3d-opt --calibration`) wins; where it is not
+given, `$POOL3D_CALIBRATION` (read when the options are made); else
+"first-use". The words are options.py's. The budget is the seconds one
 process may spend calibrating (`$POOL3D_CALIBRATION_BUDGET_S`, default 60):
 beyond it a class that wanted measuring stays the platform compiler's, said
 once. No JAX is imported here.
@@ -20,21 +22,18 @@ from __future__ import annotations
 import os
 
 from pool3d_pass import environment
+from pool3d_pass.options import CACHED, CALIBRATION_MODES, FIRST_USE, OFF, PassOptions
 
-FIRST_USE, CACHED, OFF = "first-use", "cached", "off"
-MODES = (FIRST_USE, CACHED, OFF)
+MODES = CALIBRATION_MODES
 DEFAULT_BUDGET_S = 60.0
 
+__all__ = ["CACHED", "FIRST_USE", "MODES", "OFF", "budget_s", "mode"]
 
-def mode(options=None) -> str:
-    """The calibration mode of a run with `options`: the option, else $POOL3D_CALIBRATION, else first-use.
 
-    An unknown word in the variable is the default (the variable is an override, never an error).
-    """
-    chosen = getattr(options, "calibration", None)
-    if chosen is None:
-        chosen = os.environ.get(environment.CALIBRATION, "").strip().lower() or FIRST_USE
-    return chosen if chosen in MODES else FIRST_USE
+def mode(options: PassOptions | None = None) -> str:
+    """The calibration mode of a run with `options` (None: a PassOptions made now: $POOL3D_CALIBRATION, else
+    first-use)."""
+    return (PassOptions() if options is None else options).calibration
 
 
 def budget_s() -> float:

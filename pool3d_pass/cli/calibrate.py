@@ -149,7 +149,7 @@ def main(argv=None) -> int:
     args = parser().parse_args(argv)
     from pool3d_pass.bindings.registry import binding_for, platforms
     from pool3d_pass.calibration import ahead
-    from pool3d_pass.environment import binding_settings
+    from pool3d_pass.options import binding_settings
 
     binding = binding_for(args.platform)
     if binding is None:

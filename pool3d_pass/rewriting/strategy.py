@@ -28,13 +28,13 @@ from jaxlib.mlir import ir
 
 from pool3d_pass.bindings.registry import Binding, CallSignature
 from pool3d_pass.calibration.decide import Decider
-from pool3d_pass.calibration.request import Decision, Request
 from pool3d_pass.calibration.key import FORWARD_AND_GRADIENT, FORWARD_OUTPUT_CALLS, GRADIENT_ONLY, INFERENCE
+from pool3d_pass.calibration.request import Decision, Request
 from pool3d_pass.contract import BACKWARD, BACKWARD_FROM_INDICES, BACKWARD_FROM_INPUT, FORWARD, FORWARD_OUTPUT
-from pool3d_pass.environment import BindingSettings
 from pool3d_pass.matching import NoMatch, PoolGradient, match_pool_gradient
 from pool3d_pass.matching.forward import find_forward
 from pool3d_pass.matching.forward_pool import is_max_pool, match_forward_pool
+from pool3d_pass.options import BindingSettings
 from pool3d_pass.options import AUTO, INDICES, RECOMPUTE, PassOptions
 
 # Plan kinds (how one gradient is replaced); RECOMPUTE is the fourth.

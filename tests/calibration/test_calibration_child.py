@@ -18,7 +18,7 @@ import planted_kernels
 from pool3d_pass.bindings.registry import binding_for
 from pool3d_pass.calibration import decide, runner
 from pool3d_pass.calibration.key import FORWARD_AND_GRADIENT, INFERENCE, NUMERICS, SPEED, Subject
-from pool3d_pass.environment import BindingSettings
+from pool3d_pass.options import BindingSettings
 
 pytestmark = pytest.mark.usefixtures("cpu_kernels")
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pool3d_pass.bindings.base import Binding, Calibration, CallSignature, SpeedPrior, contract_preconditions
 from pool3d_pass.contract import CALLS
-from pool3d_pass.environment import BindingSettings
+from pool3d_pass.options import BindingSettings
 
 PACKAGE = "pool3d_pass.bindings.cpu"
 
