@@ -17,7 +17,7 @@ import pytest
 import planted_kernels
 from pool3d_pass.bindings.registry import binding_for
 from pool3d_pass.calibration import decide, runner
-from pool3d_pass.calibration.key import FORWARD_AND_GRADIENT, INFERENCE, NUMERICS, SPEED, Subject
+from pool3d_pass.calibration.key import INFERENCE, NUMERICS, SPEED, Subject
 from pool3d_pass.options import BindingSettings
 
 pytestmark = pytest.mark.usefixtures("cpu_kernels")
@@ -31,25 +31,21 @@ def _numerics(window, layout="NCDHW", dtype="f32", stride=None, padding=(0, 0, 0
 
 def test_a_kernel_that_aborts_segfaults_or_hangs_is_refused_and_the_others_still_run():
     spec = decide.binding_spec(planted_kernels.binding(), BindingSettings(), "planted")
-    speed = dataclasses.asdict(Subject(SPEED, "NCDHW", "f32", (3, 3, 1), (2, 2, 1), (1, 1, 0), FORWARD_AND_GRADIENT,
-                                       "forward-replaced", 9, (2, 8, 8, 8, 8)))
     tasks = [{"id": "abort", "kind": NUMERICS, "subject": _numerics(planted_kernels.ABORT)},
              {"id": "segfault", "kind": NUMERICS, "subject": _numerics(planted_kernels.SEGFAULT)},
-             {"id": "hang", "kind": NUMERICS, "subject": _numerics(planted_kernels.HANG)},
              {"id": "good", "kind": NUMERICS, "subject": _numerics((3, 3, 1), stride=(2, 2, 1), padding=(1, 1, 0))},
-             {"id": "timed", "kind": SPEED, "subject": speed, "rounds": 5}]
+             {"id": "hang", "kind": NUMERICS, "subject": _numerics(planted_kernels.HANG)},
+             {"id": "after", "kind": NUMERICS, "subject": _numerics((1, 1, 2), "NDHWC")}]
     start = time.monotonic()
-    outcome = runner.run(spec, "cpu", tasks, seconds=120, task_seconds=8)
+    outcome = runner.run(spec, "cpu", tasks, seconds=150, task_seconds=10)
     assert outcome.fatal is None
-    assert "SIGABRT" in outcome.refusals["abort"] and "abort" in outcome.refusals["abort"]
+    assert "SIGABRT" in outcome.refusals["abort"] and "Fatal Python error: Aborted" in outcome.refusals["abort"]
     assert "SIGSEGV" in outcome.refusals["segfault"] and "segmentation fault" in outcome.refusals["segfault"]
-    assert "did not finish within 8 s" in outcome.timed_out["hang"]
+    assert "did not finish within 10 s" in outcome.timed_out["hang"]
     # a child per fault, and the classes after them in a new one: the parent carries on
-    assert outcome.children == 4 and time.monotonic() - start < 100
-    assert outcome.verdicts["good"]["passed"] and outcome.verdicts["good"]["cases"] >= 6
-    timed = outcome.verdicts["timed"]
-    assert timed["rounds"] == 5 and timed["xla_ms"] > 0 and timed["kernels_ms"] > 0
-    assert isinstance(timed["rewrite"], bool) and timed["spread"] >= 0
+    assert outcome.children == 4 and time.monotonic() - start < 120
+    for task in ("good", "after"):
+        assert outcome.verdicts[task]["passed"] and outcome.verdicts[task]["cases"] >= 6, outcome
 
 
 def test_a_child_that_cannot_start_decides_nothing():
