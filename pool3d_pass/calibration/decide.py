@@ -73,6 +73,7 @@ def reset() -> None:
         _not_here.clear()
         _this_process.clear()
         agreement.reset()
+        _say_once.cache_clear()
 
 
 @functools.cache

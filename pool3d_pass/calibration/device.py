@@ -37,6 +37,7 @@ def jax_backend(platform: str):
     return None
 
 
+@functools.cache
 def cpu_model() -> str:
     """The processor's model name and the cores this process may use (the kernels' thread count follows them)."""
     name = ""
@@ -111,12 +112,20 @@ def model_and_runtime(platform: str, backend) -> tuple[str, str] | None:
     return model, runtime
 
 
+_identified: dict = {}
+
+
 def identify(platform: str, binding, settings) -> Device | None:
-    """The device a compile for `platform` runs on, from JAX's existing backend (CPU: the OS); else None."""
-    found = model_and_runtime(platform, jax_backend(platform))
-    if found is None:
-        return None
-    return Device(platform, *found, kernels(binding, settings), versions())
+    """The device a compile for `platform` runs on, from JAX's existing backend (CPU: the OS); else None.
+
+    Remembered per backend, binding and settings: every compile of a process asks.
+    """
+    backend = jax_backend(platform)
+    key = (platform, id(backend), binding, settings)  # (a Binding hashes by identity)
+    if key not in _identified:
+        found = model_and_runtime(platform, backend)
+        _identified[key] = None if found is None else Device(platform, *found, kernels(binding, settings), versions())
+    return _identified[key]
 
 
 def _cuda_driver() -> str:

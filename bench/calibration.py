@@ -1,0 +1,124 @@
+"""What strategy auto's calibration costs (docs/calibration.md): a cache hit per compile, a first-use calibration.
+
+    python -m bench.calibration            (from the repository root; CPU; a temporary verdict cache)
+
+Not a section of `make bench` (whose rows calibrate with `python -m pool3d_pass calibrate --bench`):
+
+1. A cache hit: the pass on a program with four pool classes, each with a
+   stored verdict, under calibration "cached" (every class looked up: the
+   device's key, four verdict files) against "off" (the prior alone, nothing
+   read), interleaved, median of 30 each: the difference is what the lookup
+   adds to a compile. Also the same program's whole `pool3d_pass.jit`
+   compile, for scale.
+2. A first-use calibration of one CPU class: the wall time from the compile
+   that meets the class to the verdict stored (one child process: start,
+   JAX import, the numerics battery, the timing), three times, each with an
+   empty cache.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+import jax
+import numpy as np
+from jax import lax
+
+
+def _program():
+    pools = [((2, 2, 2), (2, 2, 2)), ((3, 3, 3), (2, 2, 2)), ((3, 3, 3), (1, 1, 1)), ((1, 2, 2), (1, 2, 2))]
+
+    def step(xs, gs):
+        return [jax.vjp(lambda x, w=w, s=s: lax.reduce_window(x, np.float32(-np.inf), lax.max, (1, 1, *w),
+                                                               (1, 1, *s), "VALID"), x)[1](g)[0]
+                for (w, s), x, g in zip(pools, xs, gs)]
+
+    xs = [np.ones((2, 8, 16, 16, 16), np.float32) for _ in pools]
+    gs = [np.ones(jax.eval_shape(lambda x, w=w, s=s: lax.reduce_window(x, np.float32(-np.inf), lax.max, (1, 1, *w),
+                                                                       (1, 1, *s), "VALID"), x).shape, np.float32)
+          for (w, s), x in zip(pools, xs)]
+    return step, xs, gs
+
+
+def cache_hit() -> dict:
+    import pool3d_pass
+    from pool3d_pass.calibration import decide
+
+    step, xs, gs = _program()
+    text = jax.jit(step).lower(xs, gs).as_text()
+    os.environ["POOL3D_CALIBRATION_BUDGET_S"] = "600"
+    pool3d_pass.rewrite_text(text, target="cpu", calibration="first-use")  # thin classes only: none here
+    # store a verdict for every class, as a calibration would (the command measures them all)
+    from pool3d_pass.bindings.registry import binding_for
+    from pool3d_pass.calibration import ahead
+    from pool3d_pass.ir_context import make_context
+    from pool3d_pass.options import PassOptions, binding_settings
+    from pool3d_pass.rewriting.strategy import StrategyChooser
+    from jaxlib.mlir import ir
+
+    binding = binding_for("cpu")
+    chooser = StrategyChooser(PassOptions(target="cpu"), binding, binding_settings())
+    with make_context():
+        requests = chooser.requests_in(ir.Module.parse(text).operation)
+    start = time.monotonic()
+    ahead.measure(binding, binding_settings(), [r.subject() for r in requests], 600, rounds=5)
+    measured_s = time.monotonic() - start
+    times = {"cached": [], "off": []}
+    for _ in range(30):
+        for mode in times:
+            decide.reset()
+            begin = time.perf_counter()
+            _, report = pool3d_pass.rewrite_text(text, target="cpu", calibration=mode)
+            times[mode].append((time.perf_counter() - begin) * 1e3)
+            assert report.rewritten == 4, report
+    compile_ms = []
+    for _ in range(5):
+        begin = time.perf_counter()
+        pool3d_pass.jit(step, calibration="cached").lower(xs, gs).compile()
+        compile_ms.append((time.perf_counter() - begin) * 1e3)
+    return {"classes": len(requests), "rewrite_cached_ms": statistics.median(times["cached"]),
+            "rewrite_off_ms": statistics.median(times["off"]),
+            "hit_cost_ms": statistics.median(c - o for c, o in zip(times["cached"], times["off"])),
+            "jit_compile_ms": statistics.median(compile_ms), "calibrating_all_s": measured_s}
+
+
+def first_use() -> list[float]:
+    import pool3d_pass
+    from pool3d_pass.calibration import decide
+
+    def pool(x):
+        return lax.reduce_window(x, np.float32(-np.inf), lax.max, (1, 2, 2, 2, 1), (1, 2, 2, 2, 1), "VALID")
+
+    x = np.ones((4, 16, 48, 48, 32), np.float32)  # the CPU's thin class: channels-last, windows that do not overlap
+    seconds = []
+    for _ in range(3):
+        os.environ["POOL3D_CACHE_DIR"] = tempfile.mkdtemp(prefix="pool3d_bench_cache_")
+        decide.reset()
+        text = jax.jit(pool).lower(x).as_text()
+        begin = time.perf_counter()
+        _, report = pool3d_pass.rewrite_text(text, target="cpu", calibration="first-use")
+        seconds.append(time.perf_counter() - begin)
+        assert any("this machine's calibration" in e.remark() for e in report.events), report.remarks()
+    return seconds
+
+
+def main() -> int:
+    os.environ["POOL3D_CACHE_DIR"] = tempfile.mkdtemp(prefix="pool3d_bench_cache_")
+    hit = cache_hit()
+    print(f"cache hit: {hit['classes']} classes; pass with every verdict looked up {hit['rewrite_cached_ms']:.1f} ms, "
+          f"with the prior alone {hit['rewrite_off_ms']:.1f} ms: the lookup adds {hit['hit_cost_ms']:.2f} ms a compile "
+          f"(median of 30 interleaved pairs); the whole pool3d_pass.jit compile {hit['jit_compile_ms']:.0f} ms; "
+          f"measuring all four classes ahead: {hit['calibrating_all_s']:.1f} s")
+    seconds = first_use()
+    print(f"first-use calibration of one CPU class (NDHWC f32 (4,16,48,48,32) k2 s2 inference), from the compile to "
+          f"the verdict: {', '.join(f'{s:.2f}' for s in seconds)} s (median {statistics.median(seconds):.2f} s)")
+    print(f"load average: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
