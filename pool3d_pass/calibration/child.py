@@ -71,8 +71,10 @@ def speed(task: dict, functions: dict) -> dict:
     shape = jobs.fit(tuple(subject["shape"]), subject["dtype"], pool)
     job = subject["job"]
     arguments = jobs.arguments(job, shape, pool, dtype)
-    xla = jax.jit(jobs.xla_job(job, pool, dtype)).lower(*arguments).compile()
-    ours = jax.jit(jobs.kernel_job(job, subject["calls"], functions, pool, shape, dtype)).lower(*arguments).compile()
+    producer = bool(subject.get("producer"))
+    xla = jax.jit(jobs.xla_job(job, pool, dtype, producer)).lower(*arguments).compile()
+    ours = jax.jit(jobs.kernel_job(job, subject["calls"], functions, pool, shape, dtype, producer)).lower(
+        *arguments).compile()
     figures = timing.measure({"xla": timing.jax_timer(xla, arguments), "kernels": timing.jax_timer(ours, arguments)},
                              task.get("rounds", timing.ROUNDS))
     verdict = timing.verdict(figures["xla"]["samples_ms"], figures["kernels"]["samples_ms"])

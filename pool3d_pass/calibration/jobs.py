@@ -7,11 +7,13 @@ max, -inf init, JAX's explicit padding) and its vjp, exactly what a user's
 program holds. The rewritten side is the calls the pass emits for that job
 (the plan kind, rewriting/strategy.py): the fused `backward_from_input`; the
 forward call and `backward_from_indices`; or the recompute `backward` after
-XLA's forward. The inference job pools `relu(x)`: inside a model a pool's
-producer (bias, ReLU) fuses into XLA's reduce_window but not into a custom
-call, and that is a cost of the rewrite (docs/benchmarks.md, the Flax C3D
-inference step). Gradient jobs take inputs after a ReLU (half zeros: tied
-windows, the path real data takes).
+XLA's forward. The layer as the program has it: alone (as `make bench`
+times it), or, for an inference pool whose input an elementwise op makes
+(a bias, a ReLU: `producer`), after a ReLU in both programs, which XLA
+fuses into its reduce_window while the rewritten program writes it out
+for the call to read (inside a model that is what decides an inference pool
+near 1x: the Flax C3D inference step, docs/benchmarks.md). Inputs come after
+a ReLU (half zeros: tied windows, the path real data takes).
 
 `fit(shape)` keeps the program's shape where its tensors fit
 `MEMORY_BUDGET_BYTES`, else scales it down (batch, then channels, then the
@@ -79,13 +81,13 @@ def _xla_pool(pool: PoolConfig, dtype):
     return pool_fn
 
 
-def xla_job(job: str, pool: PoolConfig, dtype):
-    """XLA's job: JAX's max pool (and its vjp), as a user's program holds it."""
+def xla_job(job: str, pool: PoolConfig, dtype, producer: bool = False):
+    """XLA's job: JAX's max pool (and its vjp), as a user's program holds it (`producer`: after a ReLU)."""
     import jax
 
     pool_fn = _xla_pool(pool, dtype)
     if job == INFERENCE:
-        return lambda x: pool_fn(jax.nn.relu(x))
+        return (lambda x: pool_fn(jax.nn.relu(x))) if producer else pool_fn
     if job == GRADIENT_ONLY:
         return lambda x, g: jax.vjp(pool_fn, x)[1](g)[0]
 
@@ -96,13 +98,15 @@ def xla_job(job: str, pool: PoolConfig, dtype):
     return forward_and_gradient
 
 
-def kernel_job(job: str, calls: str, functions: dict, pool: PoolConfig, input_shape, dtype):
+def kernel_job(job: str, calls: str, functions: dict, pool: PoolConfig, input_shape, dtype, producer: bool = False):
     """The rewritten job: the calls the pass emits for `calls` (a plan kind) and `job`, from `functions`."""
     import jax
 
     attrs = pool.attributes()
     if job == INFERENCE:
-        return lambda x: functions[FORWARD_OUTPUT](jax.nn.relu(x), **attrs)
+        if producer:
+            return lambda x: functions[FORWARD_OUTPUT](jax.nn.relu(x), **attrs)
+        return lambda x: functions[FORWARD_OUTPUT](x, **attrs)
     with_y = job == FORWARD_AND_GRADIENT
     if calls == FUSED and not with_y:
         return lambda x, g: functions[BACKWARD_FROM_INPUT](g, x, **attrs)
@@ -123,12 +127,12 @@ def kernel_job(job: str, calls: str, functions: dict, pool: PoolConfig, input_sh
 
 
 def arguments(job: str, shape, pool: PoolConfig, dtype, seed: int = 0) -> tuple:
-    """The job's inputs on the default device: x (after a ReLU for gradients) and, for gradients, g."""
+    """The job's inputs on the default device: x (after a ReLU) and, for gradients, g."""
     import jax
 
     kx, kg = jax.random.split(jax.random.PRNGKey(seed))
-    x = jax.random.normal(kx, tuple(shape), dtype)
+    x = jax.nn.relu(jax.random.normal(kx, tuple(shape), dtype))
     if job == INFERENCE:
-        return (x,)
+        return jax.block_until_ready((x,))
     g = jax.random.normal(kg, pool.pooled_shape(tuple(shape)), dtype)
-    return jax.block_until_ready((jax.nn.relu(x), g))
+    return jax.block_until_ready((x, g))

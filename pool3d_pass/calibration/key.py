@@ -10,8 +10,9 @@ keys differ.
 
 `Subject` is the class: numerics (layout, element type, window, stride,
 padding: the battery runs every call kind of the binding on it) or speed
-(that, plus the job and the calls the pass emits for it, and a size bucket:
-input bytes in powers of 4). `shape` is the shape timed, the first one met
+(that, plus the job and the calls the pass emits for it, a size bucket:
+input bytes in powers of 4, and for an inference pool whether its input is
+made by an elementwise op XLA would fuse into its reduce_window). `shape` is the shape timed, the first one met
 in its bucket; it is recorded, not part of the identity.
 
 No JAX is imported here.
@@ -59,6 +60,7 @@ class Subject:
     job: str = ""  # SPEED: GRADIENT_ONLY, FORWARD_AND_GRADIENT or INFERENCE
     calls: str = ""  # SPEED: the plan kind the pass emits (rewriting/strategy.py), or FORWARD_OUTPUT_CALLS
     size: int = 0  # SPEED: size bucket, input bytes in (4^(size-1), 4^size]
+    producer: bool = False  # SPEED, inference: the pool's input comes from an elementwise op XLA fuses into it
     shape: tuple[int, ...] = field(default=(), compare=False)  # SPEED: the shape to time (not part of the key)
 
     def numerics(self) -> Subject:
@@ -69,7 +71,8 @@ class Subject:
         window = f"k{_triple(self.kernel)} s{_triple(self.stride)} p{_triple(self.padding)}"
         text = f"{self.layout} {self.dtype} {window}"
         if self.kind == SPEED:
-            text += f", {self.job} ({self.calls}), input {size_label(self.size)}"
+            text += f", {self.job} ({self.calls}{', after a fused producer' if self.producer else ''}), input " \
+                    f"{size_label(self.size)}"
         return text
 
     def identity(self) -> dict:

@@ -18,11 +18,13 @@ class Request:
     input_shape: tuple[int, ...]
     job: str
     calls: str
+    producer: bool = False  # an inference pool whose input an elementwise op makes (XLA fuses it into the pool)
 
     def subject(self) -> Subject:
         s = self.signature
         return Subject(SPEED, s.data_format, s.input_type, tuple(s.kernel_size), tuple(s.stride), tuple(s.padding),
-                       self.job, self.calls, size_bucket(self.input_shape, s.input_type), tuple(self.input_shape))
+                       self.job, self.calls, size_bucket(self.input_shape, s.input_type),
+                       producer=self.producer, shape=tuple(self.input_shape))
 
 
 @dataclass(frozen=True)

@@ -79,7 +79,7 @@ def _programs(args):
             pool = cases.pool_fn(case)
             x, g = cases.inputs(case)
             for job in wanted:
-                function = (lambda x, pool=pool: pool(jax.nn.relu(x))) if job == INFERENCE else cases.jax_job(
+                function = pool if job == INFERENCE else cases.jax_job(
                     {GRADIENT_ONLY: "gradient only", FORWARD_AND_GRADIENT: "forward + gradient"}[job], pool)
                 yield case.name, job, function, (x,) if job == INFERENCE else (x, g)
         return
@@ -102,7 +102,7 @@ def _programs(args):
 
 
 def subjects(args, binding, settings) -> list:
-    """The classes the pass sees in each program (its own requests), deduplicated, in order."""
+    """(class, program) for each class the pass sees in each program (its own requests), in order."""
     import jax
     from jaxlib.mlir import ir
 
@@ -112,15 +112,14 @@ def subjects(args, binding, settings) -> list:
 
     options = PassOptions(target=binding.platform, strategy=args.strategy)
     chooser = StrategyChooser(options, binding, settings)
-    found = {}
+    found = []
     for label, job, function, arguments in _programs(args):
         text = jax.jit(function).lower(*arguments).as_text()
         with make_context():
             module = ir.Module.parse(text)
             requests = [r for r in chooser.requests_in(module.operation) if r.job == job]
-        for request in requests:
-            found.setdefault(request.subject(), label)
-    return list(found.items())
+        found += [(request.subject(), label) for request in requests]
+    return found
 
 
 def _row(label: str, subject, numerics, speed) -> str:
@@ -167,8 +166,8 @@ def main(argv=None) -> int:
         print("python -m pool3d_pass calibrate: the pass rewrites nothing in those programs", file=sys.stderr)
         return 2
     store = Store()
-    device, measured = ahead.measure(binding, settings, [s for s, _ in labelled], args.budget_s, store=store,
-                                     rounds=args.rounds)
+    unique = list(dict.fromkeys(s for s, _ in labelled))  # one measurement per class (programs may share one)
+    device, measured = ahead.measure(binding, settings, unique, args.budget_s, store=store, rounds=args.rounds)
     if device is None:
         print(f"python -m pool3d_pass calibrate: nothing measured: {measured[0].why}", file=sys.stderr)
         return 1

@@ -153,7 +153,7 @@ class PassRun:
             if reason is not None:
                 raise NoMatch(reason)
             # numerics on this device; under auto, where the kernel pays (calibration/decide.py)
-            decision = self.chooser.decide_forward_alone(signature_of(pool), pool.geometry.input_shape)
+            decision = self.chooser.decide_forward_alone(pool)
             if not decision.rewrite:
                 raise NoMatch(f"{self.options.target} binding: {decision.reason()}")
         except NoMatch as reason:

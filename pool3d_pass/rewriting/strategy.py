@@ -31,6 +31,8 @@ from pool3d_pass.calibration.decide import Decider
 from pool3d_pass.calibration.key import FORWARD_AND_GRADIENT, FORWARD_OUTPUT_CALLS, GRADIENT_ONLY, INFERENCE
 from pool3d_pass.calibration.request import Decision, Request
 from pool3d_pass.contract import BACKWARD, BACKWARD_FROM_INDICES, BACKWARD_FROM_INPUT, FORWARD, FORWARD_OUTPUT
+from pool3d_pass.ir.constraints import through_open_constraints
+from pool3d_pass.ir.ops import defining_op, op_name
 from pool3d_pass.matching import NoMatch, PoolGradient, match_pool_gradient
 from pool3d_pass.matching.forward import find_forward
 from pool3d_pass.matching.forward_pool import is_max_pool, match_forward_pool
@@ -103,9 +105,15 @@ class StrategyChooser:
         """Let the decider measure every class of `module` in one child when it first needs one."""
         self.decider.collect = lambda: self.requests_in(module)
 
-    def decide_forward_alone(self, signature: CallSignature, input_shape: tuple[int, ...]) -> Decision:
-        """Whether a forward max pool without gradient gets the forward-output call (calibration/decide.py)."""
-        return self.decider.decide(Request(signature, tuple(input_shape), INFERENCE, FORWARD_OUTPUT_CALLS))
+    def decide_forward_alone(self, pool) -> Decision:
+        """Whether a forward max pool without gradient (a matched ForwardPool) gets the forward-output call."""
+        return self.decider.decide(self._inference_request(pool))
+
+    @staticmethod
+    def _inference_request(pool) -> Request:
+        signature = CallSignature.of_pool(FORWARD_OUTPUT, str(pool.element_type), pool.geometry.pool)
+        return Request(signature, tuple(pool.geometry.input_shape), INFERENCE, FORWARD_OUTPUT_CALLS,
+                       fused_producer(pool.op))
 
     def refusal(self, call: str, match: PoolGradient) -> str | None:
         """Why `call` cannot be emitted for `match` (None: it can; neutral output takes every call)."""
@@ -164,11 +172,10 @@ class StrategyChooser:
         def visit_pools(op: ir.Operation) -> ir.WalkResult:
             if op.name == "stablehlo.reduce_window" and hash(op) not in forwards and is_max_pool(op.opview):
                 try:
-                    pool = match_forward_pool(op.opview)
-                    signature = CallSignature.of_pool(FORWARD_OUTPUT, str(pool.element_type), pool.geometry.pool)
-                    if binding_refusal(self.binding, self.options.target, signature, self.options.mesh) is None:
-                        requests.append(Request(signature, tuple(pool.geometry.input_shape), INFERENCE,
-                                                FORWARD_OUTPUT_CALLS))
+                    request = self._inference_request(match_forward_pool(op.opview))
+                    if binding_refusal(self.binding, self.options.target, request.signature,
+                                       self.options.mesh) is None:
+                        requests.append(request)
                 except NoMatch:
                     pass
             return ir.WalkResult.ADVANCE
@@ -177,3 +184,36 @@ class StrategyChooser:
         if self.binding is not None and self.binding.implements(FORWARD_OUTPUT, partitioned=self.options.partitioned):
             module.walk(visit_pools)
         return requests
+
+
+# Elementwise ops XLA fuses into the reduce_window that reads them (a bias, a ReLU, a cast): inside a model an
+# inference pool's producer; the rewritten program writes their result out for the call to read.
+FUSIBLE_PRODUCERS = frozenset(f"stablehlo.{name}" for name in (
+    "add", "subtract", "multiply", "divide", "maximum", "minimum", "negate", "abs", "exponential", "logistic",
+    "tanh", "select", "clamp", "convert", "compare", "sqrt", "rsqrt", "power", "log", "sign"))
+
+
+def fused_producer(pool_op) -> bool:
+    """Whether the pool's input (through an explicit -inf pad) is made by an op XLA would fuse into it, also
+    inside a private function it calls (JAX's `jax.nn.relu` is one: XLA inlines it)."""
+    owner = defining_op(through_open_constraints(pool_op.operands[0]))
+    if owner is not None and op_name(owner) == "stablehlo.pad":
+        owner = defining_op(through_open_constraints(owner.operands[0]))
+    if owner is not None and op_name(owner) == "func.call":
+        owner = _returned_by_callee(owner)
+    return owner is not None and op_name(owner) in FUSIBLE_PRODUCERS
+
+
+def _returned_by_callee(call) -> ir.OpView | None:
+    """The op defining the single result of the function `call` calls (None where it is not plain)."""
+    try:
+        callee = ir.FlatSymbolRefAttr(call.attributes["callee"]).value
+        module = call.operation
+        while module.parent is not None:
+            module = module.parent
+        function = ir.SymbolTable(module)[callee]
+        (block,) = function.regions[0].blocks
+        returned = list(block.operations)[-1]
+        return defining_op(returned.operands[0]) if len(returned.operands) == 1 else None
+    except (KeyError, ValueError, TypeError, IndexError):
+        return None

@@ -29,6 +29,7 @@ def _numerics(window, layout="NCDHW", dtype="f32", stride=None, padding=(0, 0, 0
     return dataclasses.asdict(Subject(NUMERICS, layout, dtype, window, stride or window, padding))
 
 
+@pytest.mark.slow  # child processes (a minute of CI time in all): the newest JAX's half only
 def test_a_kernel_that_aborts_segfaults_or_hangs_is_refused_and_the_others_still_run():
     spec = decide.binding_spec(planted_kernels.binding(), BindingSettings(), "planted")
     tasks = [{"id": "abort", "kind": NUMERICS, "subject": _numerics(planted_kernels.ABORT)},
@@ -97,7 +98,7 @@ def test_the_gpu_binding_is_calibrated_in_interpret_mode_on_cpu():
     spec = decide.binding_spec(gpu, settings, "gpu interpret")
     assert spec["takes_settings"] and spec["settings"] == {"gpu_kernels": "pallas", "gpu_interpret": True}
     speed = dataclasses.asdict(Subject(SPEED, "NDHWC", "f32", (2, 2, 2), (2, 2, 2), (0, 0, 0), INFERENCE,
-                                       "forward-output", 7, (1, 4, 8, 8, 8)))
+                                       "forward-output", 7, producer=True, shape=(1, 4, 8, 8, 8)))
     tasks = [{"id": "n", "kind": NUMERICS, "subject": _numerics((2, 2, 2), "NDHWC")},
              {"id": "s", "kind": SPEED, "subject": speed, "rounds": 5, "numerics_id": "n"}]
     outcome = runner.run(spec, "cpu", tasks, seconds=240)

@@ -89,6 +89,7 @@ def _calls(text: str) -> set[str]:
     return {kind for kind, target in TARGETS.items() if f'custom_call_target="{target}"' in text}
 
 
+@pytest.mark.slow  # child processes (a minute of CI time in all): the newest JAX's half only
 def test_first_use_refuses_the_wrong_slow_and_aborting_kernels_and_keeps_the_real_one(planted, caplog, monkeypatch):
     children = []
     real_run = runner.run
@@ -149,6 +150,7 @@ def test_cached_and_off_never_start_a_child_and_follow_the_prior(planted, monkey
     assert "decided by the planted prior" in done.summary
 
 
+@pytest.mark.slow  # child processes (a minute of CI time in all): the newest JAX's half only
 def test_two_processes_rewrite_alike_by_process_0s_decision(tmp_path):
     """jax.distributed on CPU, two processes, different planted timings and caches: process 0 calibrates, process 1
     takes its decision through the key-value store and starts no child."""
@@ -182,3 +184,25 @@ def test_two_processes_rewrite_alike_by_process_0s_decision(tmp_path):
     assert any("decided by this machine's calibration" in r for r in first["remarks"]), first
     assert any("decided by process 0's decision (this machine's calibration" in r for r in second["remarks"]), second
     assert not (tmp_path / "cache1").exists() or not list((tmp_path / "cache1").rglob("*.json"))
+
+
+def test_an_inference_pools_fused_producer_is_part_of_its_class():
+    """pool(relu(x + b)) and pool(x) are timed as different jobs: XLA fuses the producer into its pool."""
+    from jaxlib.mlir import ir
+
+    from pool3d_pass.ir_context import make_context
+    from pool3d_pass.options import PassOptions, binding_settings
+    from pool3d_pass.rewriting.strategy import StrategyChooser
+
+    pool = _pool((2, 2, 2), (2, 2, 2))
+    x, b = np.ones((1, 4, 8, 8, 8), np.float32), np.ones((1, 4, 1, 1, 1), np.float32)
+    chooser = StrategyChooser(PassOptions(target="cpu"), registry.binding_for("cpu"), binding_settings())
+    found = []
+    for function, arguments in ((pool, (x,)), (lambda x, b: pool(jax.nn.relu(x + b)), (x, b))):
+        with make_context():
+            module = ir.Module.parse(jax.jit(function).lower(*arguments).as_text())
+            (request,) = chooser.requests_in(module.operation)
+        found.append(request.subject())
+    alone, after_relu = found
+    assert not alone.producer and after_relu.producer and alone != after_relu
+    assert alone.job == after_relu.job == "inference" and "after a fused producer" in after_relu.describe()

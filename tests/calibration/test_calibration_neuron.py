@@ -42,6 +42,7 @@ def standin(monkeypatch, tmp_path):
         del sys.modules[name]
 
 
+@pytest.mark.slow  # a child process: the newest JAX's half only
 def test_before_the_program_takes_the_device_the_kernel_is_verified(standin, monkeypatch):
     wanted = [Subject(NUMERICS, "NCDHW", "f32", (2, 2, 2), (2, 2, 2), (0, 0, 0)),
               Subject(NUMERICS, "NDHWC", "bf16", (3, 3, 3), (2, 2, 2), (1, 1, 1))]

@@ -17,7 +17,8 @@ from pool3d_pass.calibration.store import FORMAT, Store
 
 DEVICE = Device("cpu", "Test CPU, 2 cores", "XLA:CPU", "cpu kernels abc", "pool3d_pass 0.1.0, jax 0.12.1")
 NUMBERS = Subject(NUMERICS, "NCDHW", "f32", (2, 2, 2), (2, 2, 2), (0, 0, 0))
-TIMED = Subject(SPEED, "NCDHW", "f32", (2, 2, 2), (2, 2, 2), (0, 0, 0), "gradient only", "fused", 12, (2, 4, 8, 8, 8))
+TIMED = Subject(SPEED, "NCDHW", "f32", (2, 2, 2), (2, 2, 2), (0, 0, 0), "gradient only", "fused", 12,
+                shape=(2, 4, 8, 8, 8))
 PASSED = {"passed": True, "cases": 8}
 FASTER = {"rewrite": True, "ratio": 2.5, "spread": 0.1, "xla_ms": 2.5, "kernels_ms": 1.0, "rounds": 7}
 
