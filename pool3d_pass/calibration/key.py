@@ -21,6 +21,7 @@ No JAX is imported here.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import math
@@ -102,6 +103,7 @@ def size_label(bucket: int) -> str:
     return f"{human(4 ** (bucket - 1)) if bucket else '0 B'}-{human(4 ** bucket)}"
 
 
+@functools.lru_cache(maxsize=4096)
 def digest(device: Device, subject: Subject) -> str:
     """The store's name for the verdict of `subject` on `device` (hex, 24 digits)."""
     text = json.dumps({"device": dataclasses.asdict(device), "subject": subject.identity()}, sort_keys=True)

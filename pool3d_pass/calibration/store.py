@@ -42,6 +42,7 @@ from pool3d_pass.calibration.key import NUMERICS, SPEED, Device, Subject, digest
 
 FORMAT = 1
 logger = logging.getLogger("pool3d_pass")
+_parsed: dict[str, tuple] = {}  # path -> ((mtime, size, inode), entry): a compile re-reads only a changed file
 
 
 def cache_dir() -> Path:
@@ -82,7 +83,14 @@ class Store:
         if path.name in self._memory:
             return self._memory[path.name]
         try:
-            entry = json.loads(path.read_text(encoding="utf-8"))
+            stat = path.stat()
+            stamp = (stat.st_mtime_ns, stat.st_size, stat.st_ino)
+            cached = _parsed.get(str(path))
+            if cached is not None and cached[0] == stamp:
+                entry = cached[1]
+            else:
+                entry = json.loads(path.read_text(encoding="utf-8"))
+                _parsed[str(path)] = (stamp, entry)
         except (OSError, ValueError):
             return None
         if (not isinstance(entry, dict) or entry.get("format") != FORMAT
