@@ -206,3 +206,19 @@ def test_an_inference_pools_fused_producer_is_part_of_its_class():
     alone, after_relu = found
     assert not alone.producer and after_relu.producer and alone != after_relu
     assert alone.job == after_relu.job == "inference" and "after a fused producer" in after_relu.describe()
+
+
+def test_one_place_for_speed_rules_the_cpu_prior_binds_auto_only(switch_off):
+    """The CPU table's thin class (channels-last windows that do not overlap, inference): XLA's under auto, by the
+    prior (no calibration: the suite runs under "cached"); the forward-output call under an explicit strategy."""
+    def pool(x):
+        return lax.reduce_window(x, np.float32(-np.inf), lax.max, (1, 2, 2, 2, 1), (1, 2, 2, 2, 1), "VALID")
+
+    text = jax.jit(pool).lower(np.ones((2, 4, 4, 4, 8), np.float32)).as_text()
+    _, auto = pool3d_pass.rewrite_text(text, target="cpu")
+    (miss,) = auto.missed
+    assert auto.forward_alone == 0 and "reduce_window measured faster inside a model" in miss.reason
+    assert miss.reason.endswith("decided by the prior (bindings/cpu/speed.py)")
+    _, explicit = pool3d_pass.rewrite_text(text, target="cpu", strategy="indices")
+    (done,) = explicit.rewrites
+    assert explicit.forward_alone == 1 and "decided by the explicit strategy 'indices'" in done.summary
