@@ -11,6 +11,10 @@ config.suffixes = [".mlir", ".test"]
 config.excludes = ["lit.cfg.py"]
 config.test_source_root = os.path.dirname(__file__)
 config.environment["PATH"] = os.environ["PATH"]
+# Strategy auto decides by the bindings' priors here, as on a machine never calibrated: stored verdicts only
+# (none: a cache of the test run's own), never a calibration child (docs/calibration.md).
+config.environment["POOL3D_CALIBRATION"] = "cached"
+config.environment["POOL3D_CACHE_DIR"] = os.path.join(os.path.dirname(__file__), "Output", "pool3d-cache")
 
 for tool in ("pool3d-opt", "filecheck"):
     if shutil.which(tool) is None:

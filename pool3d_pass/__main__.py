@@ -1,4 +1,4 @@
-"""`python -m pool3d_pass`: what this installation has, one line per piece.
+"""`python -m pool3d_pass`: what this installation has, one line per piece; `... calibrate`: strategy auto's verdicts.
 
 Says which kernels the installation can use and with which JAX: the CPU
 kernels (the extension is built and loads), the CUDA kernels (the library is
@@ -7,6 +7,11 @@ the Neuron SDK (nki and nkilib import), and the jax/jaxlib versions against
 the supported range. Each piece is looked at on its own and reported, never
 raised: a missing JAX or a broken piece is a line of the report, so the
 command works in exactly the installations that need it most. Exits 0.
+Then the verdict cache of strategy auto's calibration: where it is and what
+it holds (docs/calibration.md).
+
+`python -m pool3d_pass calibrate ...` measures verdicts ahead of time
+(pool3d_pass/cli/calibrate.py; `--help` says how).
 """
 
 from __future__ import annotations
@@ -101,6 +106,15 @@ def neuron_line() -> str:
     return f"Neuron SDK: not importable ({'; '.join(found)}; see docs/neuron.md)"
 
 
+def calibration_lines() -> list[str]:
+    try:
+        from pool3d_pass.cli.calibrate import cache_lines
+
+        return cache_lines()
+    except Exception as error:  # noqa: BLE001 - a report line, never a crash
+        return [f"Calibration cache: not read ({_first_line(error)})"]
+
+
 def report() -> list[str]:
     """The lines `python -m pool3d_pass` prints."""
     here = os.path.dirname(os.path.abspath(__file__))
@@ -113,10 +127,19 @@ def report() -> list[str]:
         cuda_line(),
         pallas_line(),
         neuron_line(),
+        *calibration_lines(),
     ]
 
 
-def main() -> int:
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["calibrate"]:
+        from pool3d_pass.cli.calibrate import main as calibrate
+
+        return calibrate(argv[1:])
+    if argv:
+        print("usage: python -m pool3d_pass [calibrate ...]  (calibrate --help says more)", file=sys.stderr)
+        return 2
     for line in report():
         print(line)
     return 0

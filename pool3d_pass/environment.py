@@ -23,6 +23,9 @@ REQUIRE_CUDA = "POOL3D_REQUIRE_CUDA"
 FFI_INCLUDE = "POOL3D_FFI_INCLUDE"
 CUDA_THREADS = "POOL3D_CUDA_THREADS"
 CUDA_VECTOR = "POOL3D_CUDA_VECTOR"
+CALIBRATION = "POOL3D_CALIBRATION"
+CALIBRATION_BUDGET = "POOL3D_CALIBRATION_BUDGET_S"
+CACHE_DIR = "POOL3D_CACHE_DIR"
 
 # name: (what it sets, the PassOptions field it overrides or None, who reads it)
 VARIABLES = {
@@ -46,6 +49,11 @@ VARIABLES = {
     CUDA_THREADS: ("the CUDA kernels' threads per block (64 to 1024, a multiple of 32; default 256)", None,
                    "bindings/gpu/cuda/kernels.cu, at every call"),
     CUDA_VECTOR: ("0: the CUDA kernels' generic (scalar) paths only", None, "bindings/gpu/cuda/kernels.cu, at every call"),
+    CALIBRATION: ("the default of the calibration option: first-use, cached or off", "calibration",
+                  "options.py, when a PassOptions is made"),
+    CALIBRATION_BUDGET: ("seconds one process may spend calibrating (default 60)", None, "calibration/modes.py"),
+    CACHE_DIR: ("the folder of calibration verdicts (default: the user's cache folder, pool3d_pass/)", None,
+                "calibration/store.py"),
 }
 
 

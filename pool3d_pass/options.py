@@ -44,6 +44,8 @@ INDICES = "indices"
 AUTO = "auto"
 STRATEGIES = (AUTO, RECOMPUTE, INDICES)
 GPU_KERNELS = (AUTO, "cuda", "pallas")
+FIRST_USE, CACHED, OFF = "first-use", "cached", "off"
+CALIBRATION_MODES = (FIRST_USE, CACHED, OFF)
 BOOLEAN = (True, False)
 
 # An environment variable's words for a boolean setting.
@@ -74,6 +76,12 @@ class PassOptions:
         BOOLEAN, False,
         "the gpu binding's Pallas kernels in interpret mode (plain StableHLO that runs on any backend)",
         environment.GPU_INTERPRET))
+    calibration: str = field(default=None, metadata=setting(
+        CALIBRATION_MODES, FIRST_USE,
+        "how strategy auto decides, and whether kernels are verified on this device (docs/calibration.md): "
+        "first-use (a class without a verdict is verified and timed on first use, in a child process, and "
+        "remembered), cached (stored verdicts only, else the binding's prior), off (the prior alone)",
+        environment.CALIBRATION))
 
     def __post_init__(self) -> None:
         # None stands for the default, exactly as leaving the argument out.

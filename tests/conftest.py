@@ -9,6 +9,11 @@ helper modules in support/, inputs in fixtures/).
   fails there, never skips) and ``switch_off`` (the process-wide
   ``pool3d_pass.enable()`` switch off before and after a test); a module asks
   for them with ``pytestmark = pytest.mark.usefixtures(...)``.
+* Strategy `auto`'s calibration (pool3d_pass/calibration/) reads and writes
+  a verdict cache of this test process only (``POOL3D_CACHE_DIR``, a
+  temporary folder) and starts no child process (``POOL3D_CALIBRATION=cached``):
+  the suite decides by the bindings' priors, as on a machine never
+  calibrated. tests/calibration/ turns first-use on where it tests it.
 * Registers the Hypothesis profiles used by the property-based tests:
 
   - ``ci`` (the default, and always when the environment variable ``CI`` is
@@ -26,9 +31,18 @@ helper modules in support/, inputs in fixtures/).
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 
 import pytest
+
+# Set before pool3d_pass is imported by any test module (the variables are read at each decision).
+_CACHE = tempfile.mkdtemp(prefix="pool3d_test_cache_")
+atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
+os.environ["POOL3D_CACHE_DIR"] = _CACHE
+os.environ["POOL3D_CALIBRATION"] = "cached"
 
 
 @pytest.fixture(scope="session")

@@ -200,7 +200,8 @@ def _run_child(args, stage: str, seconds: float, extra_env=None, variant: str | 
     command = [sys.executable, "-m", "checks.device_check", "--stage", stage, "--platform", args.platform,
                "--out", str(out)] + (["--no-torch"] if args.no_torch else []) + \
               (["--rounds", str(args.rounds)] if args.rounds else []) + (["--variant", variant] if variant else [])
-    env = dict(os.environ, **(extra_env or {}), POOL3D_CHECK_STAGE_S=str(seconds),
+    # the check measures every class itself: no first-use calibration inside its stages
+    env = dict(os.environ, **(extra_env or {}), POOL3D_CHECK_STAGE_S=str(seconds), POOL3D_CALIBRATION="off",
                PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
     return run_logged(command, env, seconds + GRACE_S, out / "gpu_check.log")
 

@@ -3,7 +3,9 @@
 Per configuration, layout and element type one program of each binding is
 compiled (the five calls of the contract side by side) and run on several
 kinds of input: tie-heavy integers; NaN, +-inf and -0/+0 with a plane of
--inf only; subnormal numbers (inputs and gradients). Rules: forward maxima
+-inf only; subnormal numbers (inputs and gradients); -inf planes at the low
+edges (the explicit-pad form). The configurations, input kinds and rules are
+first-use calibration's battery (pool3d_pass/calibration/battery.py). Rules: forward maxima
 and indices bit for bit equal to the reference's; the three gradient calls
 equal each other bit for bit; the gradient bit for bit where windows do not
 overlap, else within the f32 summation bound. Where the CUDA kernels serve,
@@ -26,76 +28,19 @@ from __future__ import annotations
 
 import numpy as np
 
-CONFIGS = [  # (shape NCDHW, kernel, stride, padding), most telling first
-    ((2, 3, 9, 8, 7), (3, 3, 3), (2, 2, 2), (1, 1, 1)),
-    ((2, 3, 9, 8, 7), (2, 2, 2), (2, 2, 2), (0, 0, 0)),
-    ((1, 4, 6, 7, 5), (3, 3, 3), (1, 1, 1), (1, 1, 1)),
-    ((2, 2, 5, 6, 7), (3, 2, 1), (1, 2, 3), (1, 0, 0)),
-]
-DTYPES = ("float32", "bfloat16", "float16")
-KINDS = ("ties", "specials", "subnormals")
+from pool3d_pass.calibration import battery
+
+# The battery (configurations, element types, input kinds, the rules) is first-use calibration's, as plain data
+# and functions (pool3d_pass/calibration/battery.py): the device check and a user's first compile run the same.
+CONFIGS = battery.CONFIGS
+DTYPES = battery.DTYPES
+KINDS = battery.KINDS
 # More than 2^31 elements of bf16 (4.1 GiB): element offsets past int32, k2 s2 NDHWC.
 INT64_SHAPE = (1, 66, 256, 256, 512)
 # The same code on a small shape, in the dry run.
 INT64_DRY_RUN_SHAPE = (1, 6, 4, 8, 16)
-
-
-def np_dtype(name: str):
-    import ml_dtypes
-
-    return np.dtype(ml_dtypes.bfloat16) if name == "bfloat16" else np.dtype(name)
-
-
-def finfo(name: str):
-    """Float limits of an element type; numpy's finfo does not know bfloat16, ml_dtypes' does."""
-    import ml_dtypes
-
-    return ml_dtypes.finfo(np_dtype(name))
-
-
-def same_bits(a, b) -> bool:
-    """Equal bit for bit, except that any NaN equals any NaN (never +-0 or a number)."""
-    a, b = np.asarray(a), np.asarray(b)
-    if a.dtype != b.dtype or a.shape != b.shape:
-        return False
-    if a.dtype.kind in "biu":
-        return bool(np.array_equal(a, b))
-    wide_a, wide_b = a.astype(np.float64), b.astype(np.float64)
-    nan_a, nan_b = np.isnan(wide_a), np.isnan(wide_b)
-    if not np.array_equal(nan_a, nan_b):
-        return False
-    view = np.dtype(f"u{a.dtype.itemsize}")
-    return bool(np.array_equal(a.view(view)[~nan_a], b.view(view)[~nan_b]))
-
-
-def max_diff(a, b) -> float:
-    a64, b64 = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    finite = np.isfinite(a64) & np.isfinite(b64)
-    return float(np.max(np.abs(a64[finite] - b64[finite]), initial=0.0))
-
-
-def inputs(shape, kernel, stride, padding, layout, dtype_name, kind, seed):
-    """(x, g) for one configuration in `layout` (shape given NCDHW)."""
-    rng = np.random.default_rng(seed)
-    dtype = np_dtype(dtype_name)
-    out = tuple((n + 2 * p - k) // s + 1 for n, k, s, p in zip(shape[2:], kernel, stride, padding))
-    g_shape = (*shape[:2], *out)
-    if kind == "ties":
-        x = rng.integers(-2, 3, shape).astype(np.float64)
-        g = rng.integers(-4, 5, g_shape) / 4
-    elif kind == "specials":
-        x = rng.choice(np.array([0.0, -0.0, 1.0, -1.0, -np.inf, np.inf, np.nan]), size=shape,
-                       p=[0.25, 0.25, 0.15, 0.1, 0.15, 0.05, 0.05])
-        x[0, 0] = -np.inf
-        g = rng.integers(-4, 5, g_shape) / 4
-    else:  # subnormals of the element type (and a few zeros of both signs), in x and g
-        tiny = float(finfo(dtype_name).smallest_subnormal)
-        x = rng.integers(-3, 4, shape) * tiny
-        x[rng.random(shape) < 0.1] = -0.0
-        g = rng.integers(-3, 4, g_shape) * tiny
-    if layout == "NDHWC":
-        x, g = np.moveaxis(x, 1, -1), np.moveaxis(g, 1, -1)
-    return x.astype(dtype), g.astype(dtype)
+np_dtype, finfo, same_bits, max_diff, inputs = (battery.np_dtype, battery.finfo, battery.same_bits, battery.max_diff,
+                                                battery.inputs)
 
 
 def poisoned_program(module, attrs, x_shape, x_dtype, device=None):
@@ -182,34 +127,12 @@ def program(module, attrs, x_shape):
 
 def compare(got: dict, again: dict, ref: dict, overlap: bool, dtype_name: str, cpu: dict | None = None
             ) -> tuple[list[str], dict]:
-    """Problems of one run against the reference (empty: it passed), and its figures.
+    """Problems of one run against the reference (empty: it passed), and its figures: the battery's rules.
 
     `cpu`: the CPU kernels' results on the same inputs, where the CUDA kernels serve: they sum each
     gradient in the CPU scatter's order, so every result must equal the CPU's bit for bit.
     """
-    problems = []
-    if cpu is not None:
-        differ = [k for k in got if k in cpu and not same_bits(got[k], cpu[k])]
-        if differ:
-            problems.append(f"differs from the CPU kernels bit for bit: {', '.join(differ)}")
-    if not same_bits(got["y"], ref["y"]) or not same_bits(got["y_only"], ref["y"]):
-        problems.append("forward maxima differ from the reference")
-    if not same_bits(got["index"], ref["index"]):
-        problems.append("indices differ from the reference")
-    for name in ("backward", "from_input"):
-        if not same_bits(got[name], got["from_indices"]):
-            problems.append(f"{name} differs from from_indices")
-    if any(not same_bits(got[k], again[k]) for k in got):
-        problems.append("not deterministic: a second run gave other bits")
-    exact = same_bits(got["from_indices"], ref["from_indices"])
-    diff = max_diff(got["from_indices"], ref["from_indices"])
-    scale = float(np.max(np.abs(np.asarray(ref["from_indices"], np.float64)), initial=0.0))
-    if not overlap and not exact:
-        problems.append(f"gradient not bit-exact without overlap (max diff {diff:g})")
-    eps = float(finfo("float32" if dtype_name == "float32" else "float16").eps)
-    if overlap and diff > 4 * eps * max(scale, float(finfo("float32").tiny)):
-        problems.append(f"gradient max diff {diff:g} above 4 eps x {scale:g}")
-    return problems, {"gradient_bit_exact": exact, "gradient_max_diff": diff}
+    return battery.compare(got, ref, overlap, dtype_name, again=again, cpu=cpu)
 
 
 def cpu_kernels():

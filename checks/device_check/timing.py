@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import statistics
 import time
 
 import numpy as np
 
 from bench import cases
+from pool3d_pass.calibration import timing as calibration_timing
 from checks.device_check.jobs import job_function, kernel_calls, not_rewritten
 
 JOBS = ("gradient only", "inference", "forward + gradient", "forward alone")
@@ -199,18 +199,9 @@ def _torch_timer(torch, fn, arg_sets, cuda: bool):
 
 
 def measure(timers: dict, rounds: int, target_s: float = 0.02) -> dict:
-    """{name: {"min_ms", "median_ms", "calls_per_round"}}: warm-up, then interleaved rounds of n calls."""
-    n = {}
-    for name, timer in timers.items():
-        once = timer(1)  # warm-up (and a first estimate)
-        n[name] = max(2, min(50, math.ceil(target_s / max(timer(1), once, 1e-6))))
-    times = {name: [] for name in timers}
-    names = list(timers)
-    for r in range(rounds):
-        for name in names[r % len(names):] + names[:r % len(names)]:
-            times[name].append(timers[name](n[name]) * 1e3)
-    return {name: {"min_ms": min(t), "median_ms": statistics.median(t), "calls_per_round": n[name]}
-            for name, t in times.items()}
+    """{name: {"min_ms", "median_ms", "calls_per_round", "samples_ms"}}: first-use calibration's timing
+    (pool3d_pass/calibration/timing.py): warm-up, then interleaved rounds."""
+    return calibration_timing.measure(timers, rounds, target_s)
 
 
 def _torch_variants(torch, t: Timed, jax_sets, job: str, cuda: bool):
@@ -270,12 +261,15 @@ def time_job(t: Timed, job: str, torch, rounds: int, dry_run: bool, bandwidth: f
             torch_note = f"{type(error).__name__}: {str(error)[:200]}"
     ms = measure(timers, rounds)
     ours = min(v["min_ms"] for k, v in ms.items() if k.startswith("pool3d"))
+    # what first-use calibration would decide from the same samples (ratio of medians, spread, kernels or XLA)
+    verdicts = {k: calibration_timing.verdict(ms["xla"]["samples_ms"], v["samples_ms"])
+                for k, v in ms.items() if k.startswith("pool3d") and "xla" in ms}
     floor_ms = t.floor_bytes(job) / bandwidth * 1e3 if bandwidth else None
     row = rec.record(
         "timing", case=t.case.name + (f" (C3D {t.c3d})" if t.c3d else ""), c3d=t.c3d, job=job,
         layout=t.case.layout, dtype=t.case.dtype, overlap=t.overlap,
         size_class=t.size_class, input_bytes=t.input_bytes, ms=ms, kernel_calls=calls, problems=problems,
-        floor_ms=floor_ms, input_sets=len(jax_sets), torch_note=torch_note,
+        floor_ms=floor_ms, input_sets=len(jax_sets), torch_note=torch_note, calibration=verdicts,
         xla_over_pool3d=(ms["xla"]["min_ms"] / ours) if "xla" in ms else None,
         torch_over_pool3d=(ms["torch"]["min_ms"] / ours) if "torch" in ms else None)
     rec.table(table_row(row))

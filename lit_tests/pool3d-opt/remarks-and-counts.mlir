@@ -70,7 +70,7 @@ func.func @neutral_call_f64(%g: tensor<1x2x2x2x2xf64>, %x: tensor<1x2x4x4x4xf64>
 
 // -----
 
-// REMARK: remarks-and-counts.mlir:[[# @LINE + 10]]:8: remark: max-pool gradient rewritten: NCDHW kernel_size=[2, 2, 2] stride=[2, 2, 2] padding=[0, 0, 0], f32, indices strategy: forward max-pool replaced by the forward call, gradient from its indices
+// REMARK: remarks-and-counts.mlir:[[# @LINE + 10]]:8: remark: max-pool gradient rewritten: NCDHW kernel_size=[2, 2, 2] stride=[2, 2, 2] padding=[0, 0, 0], f32, indices strategy: forward max-pool replaced by the forward call, gradient from its indices, decided by the prior (bindings/cpu/speed.py)
 // REMARK-NOT: {{.}}
 func.func @gradient_with_its_forward(%x: tensor<1x2x4x4x4xf32>, %g: tensor<1x2x2x2x2xf32>) -> (tensor<1x2x2x2x2xf32>, tensor<1x2x4x4x4xf32>) {
   %ninf = stablehlo.constant dense<0xFF800000> : tensor<f32>

@@ -2,8 +2,10 @@
 
 `CallSignature` is what a binding may inspect about one call before agreeing
 to run it; `Binding` is a platform's entry (its functions per call, the
-platform they are lowered for, its preconditions, its speed rule under
-`auto`); `contract_preconditions` are the limits every binding inherits. A
+platform they are lowered for, its preconditions, and how strategy `auto`
+decides on it: `Calibration`, whose `prior` states the stored figures
+`pool3d_pass/calibration/` falls back on); `contract_preconditions` are the
+limits every binding inherits. A
 platform's package builds its `Binding` from these; `registry.py` collects
 them. This module imports nothing of any platform.
 
@@ -11,7 +13,7 @@ What a binding reads beyond the call (the gpu binding: which kernels, Pallas
 interpret mode) reaches it as an argument, `options.BindingSettings`,
 resolved once per pass run: `function(call, settings=...)` binds it into the
 function where the binding's functions take it (`takes_settings`), and
-`auto_refusal` and `describe` receive it.
+the calibration's prior and `describe` receive it.
 """
 
 from __future__ import annotations
@@ -42,6 +44,46 @@ class CallSignature(HoldsPool):
         return cls(element_type, element_type, element_type, pool, call)
 
 
+@dataclass(frozen=True)
+class SpeedPrior:
+    """What stored figures say about one call under strategy `auto`, before this machine measured anything.
+
+    `rewrite`: whether the figures favour the kernels; `reason`: the figure and
+    where it comes from (the remark); `settled`: whether the margin is wide
+    enough that no machine is expected to differ (the CPU's gradients, 10x-60x
+    XLA's speed), so first-use calibration leaves it alone; an unsettled prior
+    (a thin margin, figures from another device) is what calibration decides.
+    `source`: how the remark names the figures ("the prior", "a stored run").
+    """
+
+    rewrite: bool
+    reason: str
+    settled: bool = True
+    source: str = "the prior"
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """How `auto` is decided on a binding's platform (pool3d_pass/calibration/, docs/calibration.md).
+
+    `prior`: `(signature, kernel-view input shape, settings) -> SpeedPrior`,
+    the stored figures used where this machine has no verdict; None: the
+    kernels are used wherever they run (nothing to time against). `verify_first`:
+    the numerics battery runs on a device of this platform before a class's
+    first use there, under every strategy (kernels never run on such a device
+    in this project's CI). `exclusive_device`: one process owns the device
+    (NeuronCores), so a child cannot calibrate once the program holds it:
+    calibrate before (at `enable()`, or `python -m pool3d_pass calibrate`).
+    `eager`: the battery calls the functions on concrete arrays rather than
+    under `jax.jit` (the Neuron SDK's kernels run that way off a device too).
+    """
+
+    prior: Callable[[CallSignature, tuple[int, ...], BindingSettings], SpeedPrior] | None = None
+    verify_first: bool = False
+    exclusive_device: bool = False
+    eager: bool = False
+
+
 @dataclass(frozen=True, eq=False)  # hashed by identity: a cache key of the splicer
 class Binding:
     platform: str
@@ -55,10 +97,10 @@ class Binding:
     # "module:function" registering the kernels with XLA, run by `import pool3d_pass`
     # (so deserialized and persistently cached executables find them); must not import jax.
     register_kernels: str | None = None
-    # A binding that is not faster than the platform's compiler everywhere: under strategy
-    # "auto", (signature, kernel-view input shape, settings) -> why that call is left to the
-    # compiler (the remark), or None to use the binding. An explicit strategy ignores it.
-    auto_refusal: Callable[[CallSignature, tuple[int, ...], BindingSettings], str | None] | None = None
+    # How strategy "auto" decides where the kernels pay on this platform: the stored figures
+    # (prior) and what the numerics battery and timing on this machine need (pool3d_pass/calibration).
+    # An explicit strategy ignores every speed figure; a failed numerics battery refuses under all.
+    calibration: Calibration = field(default_factory=Calibration)
     # Optional: one short phrase naming the kernels that serve with these settings (the gpu
     # binding: "CUDA kernels" or "Pallas kernels (why)"), appended to each rewrite's remark.
     describe: Callable[[BindingSettings], str] | None = None

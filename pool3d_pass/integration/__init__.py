@@ -38,6 +38,9 @@ def enable(strategy: str | None = None, *, options: PassOptions | None = None, *
     as keywords, or `options=PassOptions(...)`. Clears JAX's in-memory
     compilation caches if the switch or its settings change, so functions
     compiled before are recompiled (and rewritten) on their next call.
+    Under calibration "first-use", a device one process owns (NeuronCores)
+    whose kernels can run here is verified now, before the program takes it
+    (docs/calibration.md).
     """
     _set_enabled(True, _options(strategy, options, settings))
 
@@ -78,4 +81,7 @@ def _set_enabled(value: bool, options: PassOptions | None = None) -> bool:
 
     if value:
         compile_hook.install()
+        from pool3d_pass.calibration import ahead
+
+        ahead.before_program(options)  # devices one process owns: verified before the program holds them
     return routing.set_enabled(value, options)

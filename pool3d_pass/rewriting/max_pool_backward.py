@@ -46,6 +46,7 @@ def _run_callable(on_report: Callable[[RewriteReport], None] | None, options: Pa
 
     def run(op: ir.Operation, pass_) -> None:
         state = PassRun(options, binding, spliced)
+        state.chooser.collect_from(op)  # a calibration measures every class of the module at once
         try:
             with attribute_values_cached():
                 mlir_rewrite.walk_and_apply_patterns(op, state.patterns())

@@ -114,7 +114,8 @@ class PassRun:
         grad_input = self.build(match, forward, plan)
         self.report.rewritten += 1
         self.report.add(Rewrite(format_location(op.location, self.options.filename),
-                                remarks.describe(match, plan, forward) + self._serving(op)))
+                                remarks.describe(match, plan, forward) + remarks.decided(plan.decision)
+                                + self._serving(op)))
 
         padding_chain = cleanup.padding_chain(op, match)
         if match.slice is not None:
@@ -149,16 +150,19 @@ class PassRun:
         try:
             pool = match_forward_pool(op)
             reason = binding_refusal(self.binding, self.options.target, signature_of(pool), self.options.mesh)
-            if reason is None:  # under auto, the binding's own rule of where it pays
-                reason = self.chooser.auto_reason(signature_of(pool), pool.geometry.input_shape)
             if reason is not None:
                 raise NoMatch(reason)
+            # numerics on this device; under auto, where the kernel pays (calibration/decide.py)
+            decision = self.chooser.decide_forward_alone(pool)
+            if not decision.rewrite:
+                raise NoMatch(f"{self.options.target} binding: {decision.reason()}")
         except NoMatch as reason:
             self.report.add(Miss(location, str(reason), subject))
             return _NO_MATCH
         replace_with_forward_output(pool, self.emit)
         self.report.forward_alone += 1
-        self.report.add(Rewrite(location, remarks.describe_forward_alone(pool) + self._serving(op), subject))
+        self.report.add(Rewrite(location, remarks.describe_forward_alone(pool) + remarks.decided(decision)
+                                + self._serving(op), subject))
         self.forwards_alone.append(op.operation)  # erased after the walk, with what only it used
         return _MATCHED
 

@@ -1,8 +1,9 @@
-"""The text of a rewrite's remark: the configuration, what replaced it, and which kernels serve."""
+"""The text of a rewrite's remark: the configuration, what replaced it, what decided it, and which kernels serve."""
 
 from __future__ import annotations
 
 from pool3d_pass.bindings.base import Binding
+from pool3d_pass.calibration.request import Decision
 from pool3d_pass.contract.pool_config import PoolConfig
 from pool3d_pass.options import BindingSettings
 from pool3d_pass.options import RECOMPUTE, PassOptions
@@ -14,6 +15,17 @@ def serving(options: PassOptions, binding: Binding | None, settings: BindingSett
     if options.neutral or binding is None or binding.describe is None:
         return ""
     return f", {binding.platform} binding: {binding.describe(settings)}"
+
+
+def decided(decision: Decision | None) -> str:
+    """", decided by <what>" (this machine's calibration and when, a stored run, the prior, an explicit strategy).
+
+    Empty for neutral output (nothing is decided there). A refusal's remark says the same in its reason
+    (`Decision.reason`).
+    """
+    if decision is None or not decision.source:
+        return ""
+    return f", {decision.note()}"
 
 
 def partitioning(options: PassOptions, *, per_shard: bool) -> str:

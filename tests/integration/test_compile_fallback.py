@@ -58,7 +58,7 @@ def _fallback_warnings(caplog):
 
 def _check_warning(message: str, strategy: str) -> None:
     assert "No FFI handler registered for " + unrunnable_binding.UNREGISTERED_TARGET in message, message
-    command = re.search(r"Reproduce the rewrite with: (pool3d-opt \S+ \S+ (\S+\.mlir))", message)
+    command = re.search(r"Reproduce the rewrite with: (pool3d-opt (?:--\S+ )+(\S+\.mlir))", message)
     assert command is not None, message
     assert f"--target=cpu --strategy={strategy}" in command.group(1)
     with open(command.group(2)) as saved:

@@ -38,6 +38,7 @@ def test_command_flags_repeat_the_gpu_settings_in_force(monkeypatch):
 
     monkeypatch.delenv(environment.GPU_KERNELS, raising=False)
     monkeypatch.delenv(environment.GPU_INTERPRET, raising=False)
+    monkeypatch.delenv(environment.CALIBRATION, raising=False)  # (conftest.py sets it: a setting at its default)
     assert command_flags(PassOptions(target="cpu")) == "--target=cpu --strategy=auto"
     assert (command_flags(PassOptions(strategy="indices", gpu_kernels="pallas"), target="gpu")
             == "--target=gpu --strategy=indices --gpu-kernels=pallas")

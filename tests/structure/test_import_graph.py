@@ -25,6 +25,7 @@ LAYERS = [
     (ROOT,),
     (f"{ROOT}.cli", f"{ROOT}.integration"),
     (f"{ROOT}.rewriting",),
+    (f"{ROOT}.calibration",),  # strategy auto's decisions: verdicts measured here (a child process), else the prior
     (f"{ROOT}.splicing",),  # emitting a call: the neutral custom call, or a binding lowered and spliced in
     (f"{ROOT}.matching", f"{ROOT}.bindings"),
     (f"{ROOT}.contract", f"{ROOT}.ir", f"{ROOT}.report", f"{ROOT}.safe_parse", f"{ROOT}.ir_context"),

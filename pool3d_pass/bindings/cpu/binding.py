@@ -1,24 +1,30 @@
 """The registry entry of the CPU binding: every call of the contract, single- and multi-device.
 
 The calls are the C++ XLA FFI kernels (this package); programs compiled for
-several devices get the partitionable versions (`partitioned.py`). Beyond
-the contract's limits, `speed.py` leaves to XLA what XLA's own op runs as
-fast. No JAX is imported here.
+several devices get the partitionable versions (`partitioned.py`). The
+binding takes every configuration the contract allows; where XLA's own op
+runs as fast is strategy `auto`'s decision, whose prior is `speed.py`'s
+table (pool3d_pass/calibration/). No JAX is imported here.
 """
 
 from __future__ import annotations
 
-from pool3d_pass.bindings.base import Binding, CallSignature, contract_preconditions
+from pool3d_pass.bindings.base import Binding, Calibration, CallSignature, SpeedPrior, contract_preconditions
 from pool3d_pass.contract import CALLS
+from pool3d_pass.options import BindingSettings
 
 PACKAGE = "pool3d_pass.bindings.cpu"
 
 
 def unsupported(signature: CallSignature) -> str | None:
-    """The contract's limits, then where XLA's own op is as fast (speed.py)."""
+    """The contract's limits (the kernels take every configuration they allow)."""
+    return contract_preconditions(signature)
+
+
+def prior(signature: CallSignature, input_shape: tuple[int, ...], settings: BindingSettings) -> SpeedPrior:
     from pool3d_pass.bindings.cpu import speed
 
-    return contract_preconditions(signature) or speed.refusal(signature)
+    return speed.prior(signature, input_shape, settings)
 
 
 def make_binding() -> Binding:
@@ -29,4 +35,5 @@ def make_binding() -> Binding:
         unsupported,
         partitioned_functions={call: f"{PACKAGE}.partitioned:max_pooling_3d_{call}" for call in CALLS},
         register_kernels=f"{PACKAGE}.registration:register",
+        calibration=Calibration(prior=prior),
     )

@@ -6,17 +6,20 @@ so the compile hook routes GPU programs here by that name; the functions are
 lowered for the JAX platform "cuda". No JAX is imported here.
 
 The kernels are the CUDA library's where it is built and loads, else the
-Pallas ones (`implementation.py`). Under strategy "auto" the binding is used
-only for the configuration classes a device run measured faster than XLA:GPU
-for the kernels that serve (`speed.py`, from `measured.py`);
-elsewhere the call stays XLA's with a remark naming the measured ratio. An
-explicit strategy ("indices" or "recompute") uses it wherever it can run
-(docs/gpu.md).
+Pallas ones (`implementation.py`). Under strategy "auto" the GPU in use
+decides: on first use of a configuration class there, its numerics and its
+speed against XLA:GPU are measured in a child process and remembered
+(pool3d_pass/calibration/); where nothing was measured on this machine, the
+stored device run decides (`speed.py`, from `measured.py`: the classes it
+measured faster for the kernels that serve), and elsewhere the call stays
+XLA's with a remark naming the measured ratio. An explicit strategy
+("indices" or "recompute") uses the kernels wherever they run and have not
+failed the numerics battery on this GPU (docs/gpu.md).
 """
 
 from __future__ import annotations
 
-from pool3d_pass.bindings.base import Binding, CallSignature, contract_preconditions
+from pool3d_pass.bindings.base import Binding, Calibration, CallSignature, SpeedPrior, contract_preconditions
 from pool3d_pass.contract import SUPPORTED_DTYPES, TARGETS
 from pool3d_pass.options import BindingSettings
 
@@ -59,17 +62,20 @@ def implementation(settings: BindingSettings | None = None) -> str:
     return choice.implementation(settings)
 
 
-def auto_refusal(signature: CallSignature, input_shape: tuple[int, ...], settings: BindingSettings) -> str | None:
+def prior(signature: CallSignature, input_shape: tuple[int, ...], settings: BindingSettings) -> SpeedPrior:
+    """The stored device run's word under `auto`, where this GPU has no verdict of its own (speed.py)."""
     from pool3d_pass.bindings.gpu import speed
 
-    return speed.auto_refusal(signature, input_shape, implementation(settings))
+    return speed.prior(signature, input_shape, implementation(settings))
 
 
 def make_binding() -> Binding:
     # Every call of the contract (also `forward_output` where the contract has it).
     functions = {call: f"{CALLS_MODULE}:max_pooling_3d_{call}" for call in TARGETS}
     return Binding(
-        PLATFORM, functions, LOWERING_PLATFORM, unsupported, require, auto_refusal=auto_refusal,
+        PLATFORM, functions, LOWERING_PLATFORM, unsupported, require,
+        # never run in CI: verified on the user's GPU before first use; timed there under auto
+        calibration=Calibration(prior=prior, verify_first=True),
         partitioned_functions={call: f"{PARTITIONED_MODULE}:max_pooling_3d_{call}" for call in TARGETS},
         # the CUDA kernels' FFI handlers, where their library is built (cuda/library.py)
         register_kernels="pool3d_pass.bindings.gpu.cuda.library:register_if_built",

@@ -1,4 +1,4 @@
-"""Where strategy `auto` uses the gpu binding: the configuration classes a device run measured it faster.
+"""The gpu binding's prior under strategy `auto`: the configuration classes a stored device run measured faster.
 
 The device check (checks/device_check/) times XLA:GPU against pool3d_pass.jit
 per class: layout, element type, overlapping windows or not, input below or
@@ -18,7 +18,13 @@ a machine without a GPU), the device the kernels are lowered for:
 `POOL3D_GPU_DEVICE_KIND`, default "NVIDIA H200" (environment.py). No JAX client is
 made here to find out.
 
-An explicit strategy ("indices", "recompute") uses the binding everywhere it can run.
+This is the prior (`prior()`, the binding's `Calibration.prior`): on a GPU
+in use, first-use calibration (pool3d_pass/calibration/) measures each class
+there and its verdict replaces the table, which is never settled (figures
+from another device, or none). Where nothing was calibrated (calibration
+"cached" or "off", a deviceless rewrite, the budget spent) the table
+decides. An explicit strategy ("indices", "recompute") uses the binding
+everywhere it can run.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ import math
 import sys
 
 from pool3d_pass import environment
+from pool3d_pass.bindings.base import SpeedPrior
 from pool3d_pass.bindings.gpu import measured
 from pool3d_pass.contract import FORWARD_OUTPUT
 
@@ -62,8 +69,24 @@ def describe(key) -> str:
     return f"{layout} {dtype} {'overlapping' if overlapping else 'non-overlapping'} windows, {size} input"
 
 
+def prior(signature, input_shape, implementation: str, model: str | None = None) -> SpeedPrior:
+    """The stored run's word on this call: the binding where it measured faster, else XLA:GPU (never settled)."""
+    model = gpu_model() if model is None else model
+    refusal = auto_refusal(signature, input_shape, implementation, model)
+    run = measured.RUNS.get((implementation, model), {})
+    source = f"a stored run ({run['file']})" if run.get("file") else "a stored run (bindings/gpu/measured.py)"
+    if refusal is not None:
+        return SpeedPrior(False, refusal, settled=False, source=source)
+    key = configuration_class(signature, input_shape)
+    jobs = measured.RATIOS[(implementation, model)][key]
+    wanted = ("inference",) if signature.call == FORWARD_OUTPUT else GRADIENT_JOBS
+    ratio = min(jobs[job] for job in wanted)
+    return SpeedPrior(True, f"{implementation} kernels measured faster for {describe(key)} (XLA time / kernel time "
+                            f"{ratio:.2f}x on {model})", settled=False, source=source)
+
+
 def auto_refusal(signature, input_shape, implementation: str, model: str | None = None) -> str | None:
-    """Why `auto` leaves this call to XLA:GPU (None: a device run on this GPU model measured the binding faster).
+    """Why the stored run leaves this call to XLA:GPU (None: a device run on this GPU model measured the binding faster).
 
     `model`: the GPU model (default: `gpu_model()`).
     """

@@ -1,12 +1,17 @@
 """The registry entry of the neuron binding: the NKI kernel's one call, `backward` (recompute strategy).
 
 No JAX and no Neuron SDK is imported here: `require` says what is missing
-when the binding is first used.
+when the binding is first used. The kernel has never run in this project's
+CI: the numerics battery checks it on the NeuronCores before first use
+(pool3d_pass/calibration/); they belong to one process, so that happens
+before the program takes them (`enable()`, or `python -m pool3d_pass
+calibrate`), and the kernel is called wherever it runs (no speed figures:
+no prior to weigh).
 """
 
 from __future__ import annotations
 
-from pool3d_pass.bindings.base import Binding, CallSignature, contract_preconditions
+from pool3d_pass.bindings.base import Binding, Calibration, CallSignature, contract_preconditions
 from pool3d_pass.contract import BACKWARD
 
 
@@ -25,4 +30,4 @@ def require() -> None:
 def make_binding() -> Binding:
     # The NKI kernel recomputes the selection from input and output: Neuron gets the recompute strategy.
     return Binding("neuron", {BACKWARD: "pool3d_pass.bindings.neuron.calls:max_pooling_3d_backward"}, "neuron",
-                   unsupported, require)
+                   unsupported, require, calibration=Calibration(verify_first=True, exclusive_device=True, eager=True))

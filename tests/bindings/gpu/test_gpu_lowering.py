@@ -148,7 +148,7 @@ def test_gpu_is_registered_for_what_jax_calls_cuda():
     binding = registry.binding_for("gpu")
     assert binding.lowering_platform == "cuda" and preferred_strategy(binding) == "indices"
     assert set(binding.functions) == set(pool3d_pass.contract.TARGETS)
-    assert binding.auto_refusal is gpu_binding.auto_refusal
+    assert binding.calibration.prior is gpu_binding.prior and binding.calibration.verify_first
 
 
 @pytest.mark.parametrize("entry", POSITIVE, ids=[e["name"] for e in POSITIVE])
