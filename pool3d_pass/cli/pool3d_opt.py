@@ -229,7 +229,7 @@ def run(args: argparse.Namespace) -> int:
         for line in report.remarks():
             print(line, file=sys.stderr)
     if args.stats:
-        print(report, file=sys.stderr)
+        print("\n".join(report.lines()), file=sys.stderr)
     if options.target == "neuron":
         from pool3d_pass.bindings.neuron import artifact_remark
 

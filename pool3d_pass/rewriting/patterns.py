@@ -54,6 +54,7 @@ from pool3d_pass.rewriting.strategy import (
     FORWARD_REPLACED,
     FUSED,
     Plan,
+    SpeedRule,
     StrategyChooser,
     binding_refusal,
 )
@@ -107,7 +108,8 @@ class PassRun:
             forward = find_forward(match)
             plan = self.chooser.plan(match, has_forward=forward is not None)
         except NoMatch as reason:
-            self.report.add(Miss(format_location(op.location, self.options.filename), str(reason)))
+            self.report.add(Miss(format_location(op.location, self.options.filename), str(reason),
+                                 speed_rule=isinstance(reason, SpeedRule)))
             self.unrewritten_gradients.append(op)
             return _NO_MATCH
 
@@ -149,12 +151,12 @@ class PassRun:
         try:
             pool = match_forward_pool(op)
             reason = binding_refusal(self.binding, self.options.target, signature_of(pool), self.options.mesh)
-            if reason is None:  # under auto, the binding's own rule of where it pays
-                reason = self.chooser.auto_reason(signature_of(pool), pool.geometry.input_shape)
+            if reason is None and (rule := self.chooser.auto_reason(signature_of(pool), pool.geometry.input_shape)):
+                raise SpeedRule(rule)  # under auto, the binding's own rule of where it pays
             if reason is not None:
                 raise NoMatch(reason)
         except NoMatch as reason:
-            self.report.add(Miss(location, str(reason), subject))
+            self.report.add(Miss(location, str(reason), subject, speed_rule=isinstance(reason, SpeedRule)))
             return _NO_MATCH
         replace_with_forward_output(pool, self.emit)
         self.report.forward_alone += 1

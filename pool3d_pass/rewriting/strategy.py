@@ -43,6 +43,10 @@ def binding_refusal(binding: Binding, target: str, signature: CallSignature, mes
     return None
 
 
+class SpeedRule(NoMatch):
+    """Left to the platform's compiler by `auto`'s rule of where the binding pays (a remark, never a warning)."""
+
+
 @dataclass(frozen=True)
 class Plan:
     kind: str  # RECOMPUTE, FORWARD_REPLACED, FUSED or BARE_INDICES
@@ -92,7 +96,7 @@ class StrategyChooser:
         if self.auto_rule is not None:
             gradient = CallSignature.of_pool(BACKWARD_FROM_INDICES, str(match.element_type), match.geometry.pool)
             if (reason := self.auto_reason(gradient, match.geometry.input_shape)) is not None:
-                raise NoMatch(reason)
+                raise SpeedRule(reason)
         note = None
         if self.strategy == INDICES:
             refusals = {call: self.refusal(call, match) for call in (FORWARD, BACKWARD_FROM_INDICES, BACKWARD_FROM_INPUT)}
