@@ -3,10 +3,7 @@
 * `compile_plain(fun, *args)`: `jax.jit(fun).lower(*args).compile()`.
 * `compile_rewritten(fun, *args, strategy=None)`: the same through
   `pool3d_pass.jit`. `strategy=None` is the pass's own choice (what a user
-  gets); "recompute" / "indices" force one. If `pool3d_pass.jit` takes a
-  `strategy` keyword it is used; otherwise the strategy is handed to
-  `pool3d_pass.rewrite` (the function the compile hook calls on the lowered
-  module) for the duration of this one compile.
+  gets); "recompute" / "indices" force one.
 * `census(compiled)`: what XLA compiled: how many of each contract call
   (`backward`, `forward`, `backward_from_indices`, `backward_from_input`),
   and of the HLO ops that could cost time beside them (`reduce-window`,
@@ -20,9 +17,6 @@ So a benchmark proves which program it measured without a second compile.
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import inspect
 import re
 
 import jax
@@ -45,25 +39,6 @@ def binding_has_layer_calls() -> bool:
     return preferred_strategy(binding_for("cpu")) == "indices"
 
 
-def _jit_takes_strategy() -> bool:
-    import importlib
-
-    jit_module = importlib.import_module("pool3d_pass.integration.jit")
-
-    params = inspect.signature(jit_module.jit).parameters
-    return "strategy" in params or "strategy" in inspect.signature(jit_module.Jitted.__init__).parameters
-
-
-@contextlib.contextmanager
-def _rewrite_with(strategy: str):
-    original = pool3d_pass.rewrite
-    pool3d_pass.rewrite = functools.partial(original, strategy=strategy)
-    try:
-        yield
-    finally:
-        pool3d_pass.rewrite = original
-
-
 def compile_plain(fun, *args):
     return jax.jit(fun).lower(*args).compile()
 
@@ -73,12 +48,7 @@ def compile_rewritten(fun, *args, strategy: str | None = None):
     if not hasattr(pool3d_pass, "jit"):
         raise ImportError("pool3d_pass.jit (pool3d_pass.integration) is not importable")
     cpu_binding.register()
-    if strategy is None:
-        return pool3d_pass.jit(fun).lower(*args).compile()
-    if _jit_takes_strategy():
-        return pool3d_pass.jit(fun, strategy=strategy).lower(*args).compile()
-    with _rewrite_with(strategy):
-        return pool3d_pass.jit(fun).lower(*args).compile()
+    return pool3d_pass.jit(fun, strategy=strategy).lower(*args).compile()
 
 
 def census(compiled) -> dict[str, int]:

@@ -4,7 +4,7 @@ Public API:
   rewrite(module) -> RewriteReport        rewrite a jaxlib MLIR module in place
   rewrite_text(text) -> (text, report)    the same on textual MLIR
   add_pass(pm)                            the pass in your own PassManager
-  PassOptions(target, strategy, mesh, filename)  the settings of all three, as one checked object
+  PassOptions(target, strategy, ...)      the settings of every entry, as one checked object
   clear_caches()                          forget cached binding lowerings (jax.clear_caches() does too)
   jit, enable, disable, enabled           JAX integration (see docs/jax_integration.md)
 """

@@ -220,12 +220,13 @@ def moved_jax_internals() -> list[str]:
                     f"{module_name}.{attribute} parameters are {found}, expected {parameters}")
     # The enable()/disable() switch is a JAX config state in JAX's cache keys (integration/routing.py).
     config = importlib.import_module("jax._src.config")
-    enum_state = getattr(config, "enum_state", None)
-    if enum_state is None:
-        problems.append("jax._src.config.enum_state is gone")
+    make_state = getattr(config, "string_or_object_state", None)
+    if make_state is None:
+        problems.append("jax._src.config.string_or_object_state is gone")
     else:
-        keywords = inspect.signature(enum_state).parameters
-        problems += [f"jax._src.config.enum_state lacks {k}=" for k in SWITCH_STATE_KEYWORDS if k not in keywords]
+        keywords = inspect.signature(make_state).parameters
+        problems += [f"jax._src.config.string_or_object_state lacks {k}=" for k in SWITCH_STATE_KEYWORDS
+                     if k not in keywords]
     problems += [f"jax._src.config.State.{a} is gone" for a in ("value", "_set") if not hasattr(getattr(config, "State", None), a)]
     stages = importlib.import_module("jax._src.stages")
     for cls_name, method in STAGE_METHODS:

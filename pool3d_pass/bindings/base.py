@@ -8,7 +8,7 @@ platform's package builds its `Binding` from these; `registry.py` collects
 them. This module imports nothing of any platform.
 
 What a binding reads beyond the call (the gpu binding: which kernels, Pallas
-interpret mode) reaches it as an argument, `environment.BindingSettings`,
+interpret mode) reaches it as an argument, `options.BindingSettings`,
 resolved once per pass run: `function(call, settings=...)` binds it into the
 function where the binding's functions take it (`takes_settings`), and
 `auto_refusal` and `describe` receive it.
@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from pool3d_pass.contract import BACKWARD, CALLS
-from pool3d_pass.environment import BindingSettings, binding_settings
+from pool3d_pass.options import BindingSettings, binding_settings
 from pool3d_pass.contract.pool_config import HoldsPool, PoolConfig
 
 
@@ -72,7 +72,7 @@ class Binding:
                  settings: BindingSettings | None = None) -> Callable:
         """The binding's function for `call`, with `settings` bound where it takes them.
 
-        `settings`: the pass run's (`environment.binding_settings(options)`); None: the
+        `settings`: the pass run's (`options.binding_settings(options)`); None: the
         environment's alone, as for a run without options.
         """
         path = (self.partitioned_functions if partitioned else self.functions)[call]

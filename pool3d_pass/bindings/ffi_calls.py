@@ -27,7 +27,7 @@ import numpy as np
 
 from pool3d_pass.contract import CALLS, INDEX_TYPE, INPUT, LAYOUTS, TARGETS, TENSOR_SHAPES
 from pool3d_pass.contract.pool_config import PoolConfig
-from pool3d_pass.environment import binding_settings
+from pool3d_pass.options import binding_settings
 
 # The element type of the forward's indices (contract.INDEX_TYPE, "i16").
 INDEX_DTYPE = np.dtype({"i16": np.int16}[INDEX_TYPE])
@@ -80,7 +80,7 @@ def contract_function(kind: str, implement: Callable, doc: str | None = None, *,
     functions are made here; what a binding writes is `implement(kind,
     operands, attributes)`: the operands in the contract's order and the
     attributes by name, `output_format` filled in. With `takes_settings`, the
-    function also takes `settings=` (an `environment.BindingSettings`; None:
+    function also takes `settings=` (an `options.BindingSettings`; None:
     the environment's), passed on as `implement(kind, operands, attributes,
     settings)`.
     """

@@ -21,6 +21,7 @@ from pool3d_pass.bindings.cpu import binding as cpu_binding
 from pool3d_pass.bindings.gpu import binding as gpu_binding
 from pool3d_pass.bindings.neuron import binding as neuron_binding
 from pool3d_pass.bindings.reference import binding as reference_binding
+from pool3d_pass.options import set_platforms
 
 __all__ = ["Binding", "CallSignature", "binding_for", "contract_preconditions", "platforms", "register_binding",
            "register_kernels"]
@@ -65,3 +66,4 @@ register_binding(cpu_binding.make_binding())
 register_binding(neuron_binding.make_binding())
 register_binding(reference_binding.make_binding())
 register_binding(gpu_binding.make_binding())
+set_platforms(platforms)  # the words PassOptions' target accepts

@@ -21,9 +21,9 @@ import sys
 import tempfile
 from dataclasses import dataclass
 
-from pool3d_pass import environment, safe_parse
+from pool3d_pass import safe_parse
 from pool3d_pass.cli.pipeline import DEFAULT_PIPELINE, build_pass_manager
-from pool3d_pass.options import AUTO, GPU_KERNELS, NEUTRAL, STRATEGIES, PassOptions
+from pool3d_pass.options import BOOLEAN, NEUTRAL, SETTING_SPECS, PassOptions, command_flags
 from pool3d_pass.report import RewriteReport
 from pool3d_pass.rewriting import targets
 
@@ -59,30 +59,21 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         choices=targets(),
         help="neutral: the platform-neutral call (default); a platform: splice its binding in",
     )
-    parser.add_argument(
-        "--strategy",
-        default=AUTO,
-        choices=list(STRATEGIES),
-        help="auto: the platform's choice (recompute for neutral output, indices where the binding has the "
-        "layer calls); recompute: one backward call on (grad_output, input, output); indices: forward call + "
-        "backward from its indices, or one fused call where no forward exists",
-    )
-    parser.add_argument(
-        "--gpu-kernels",
-        default=None,
-        choices=list(GPU_KERNELS),
-        help="--target=gpu: auto (the CUDA kernels where their library loads, else Pallas), cuda or pallas "
-        "(default: $POOL3D_GPU_IMPL, else auto)",
-    )
-    parser.add_argument(
-        "--gpu-interpret",
-        action="store_true",
-        default=None,
-        help="--target=gpu: the Pallas kernels in interpret mode, plain StableHLO that runs on any backend "
-        "(default: $POOL3D_GPU_INTERPRET=1)",
-    )
+    for name, spec in SETTING_SPECS.items():  # every setting of PassOptions, as the JAX entries take them
+        flag, variable = "--" + name.replace("_", "-"), spec["variable"]
+        default = f"${variable}, else {_word(spec['default'])}" if variable else _word(spec["default"])
+        if spec["words"] is BOOLEAN:
+            parser.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction, default=None,
+                                help=f"{spec['help']} (default: {default})")
+        else:
+            parser.add_argument(flag, dest=name, default=None, choices=list(spec["words"]),
+                                help=f"{spec['help']} (default: {default})")
     parser.add_argument("--print-debuginfo", action="store_true", help="print op locations")
     return parser.parse_args(argv)
+
+
+def _word(value) -> str:
+    return {True: "on", False: "off"}.get(value, value) if isinstance(value, bool) else str(value)
 
 
 def read_input(path: str) -> tuple[str, str]:
@@ -169,7 +160,7 @@ def process_chunk(chunk: Chunk, options: PassOptions, args: argparse.Namespace, 
             first_line = _one_line((str(error).strip().splitlines() or [""])[0])
             raise UserError(
                 f"{name}: error: the pass failed ({type(error).__name__}: {first_line}); "
-                f"reproduce with: {PROG} {name} {environment.command_flags(options)}"
+                f"reproduce with: {PROG} {name} {command_flags(options)}"
             ) from None
         return module.operation.get_asm(enable_debug_info=args.print_debuginfo)
 
@@ -212,8 +203,11 @@ def write_output(path: str, text: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     text, name = read_input(args.input)
-    options = PassOptions(target=args.target, strategy=args.strategy, filename=name,
-                          gpu_kernels=args.gpu_kernels, gpu_interpret=args.gpu_interpret)
+    try:
+        options = PassOptions(target=args.target, filename=name,
+                              **{setting: getattr(args, setting) for setting in SETTING_SPECS})
+    except (TypeError, ValueError) as error:  # a setting's environment variable (a flag is checked by argparse)
+        raise UserError(f"{PROG}: error: {error}") from None
     report = RewriteReport()
     outputs, failed = [], False
     for chunk in split_chunks(text, args.split_input_file):

@@ -1,14 +1,16 @@
 """JAX integration: `jit`, and the process-wide `enable` / `disable` / `enabled` switch.
 
-* `jit(fun, *, strategy="auto", **jit_kwargs)`: a drop-in for `jax.jit` whose
+* `jit(fun, *, strategy="auto", ..., **jit_kwargs)`: a drop-in for `jax.jit` whose
   compiled program has every max-pool gradient (`stablehlo.select_and_scatter`)
   rewritten into the pool3d kernel calls.
 * `enable()` / `disable()` / `with enabled():` route every later `jax.jit`
   compile (Flax, Equinox, plain JAX) through the pass, with no change to the
   user's code.
 
-`strategy` (also a keyword of `enable` / `enabled`) is `pool3d_pass.rewrite`'s:
-"auto" (the platform's choice), "recompute" or "indices".
+`jit`, `enable` and `enabled` take the pass's settings (options.py
+`SETTINGS`: `strategy`, "auto" (the platform's choice), "recompute" or
+"indices"; `gpu_kernels`; `gpu_interpret`; ...) as keywords, or one
+`options=PassOptions(...)`: `pool3d_pass.rewrite`'s settings, checked alike.
 
 Modules compiled for a platform with a binding (`pool3d_pass.bindings.registry`)
 are rewritten; the others compile unchanged. Every compile that meets a
@@ -23,20 +25,21 @@ import contextlib
 from collections.abc import Iterator
 
 from pool3d_pass.integration.jit import jit
-from pool3d_pass.options import AUTO, PassOptions
+from pool3d_pass.options import PassOptions, compile_options
 
 __all__ = ["jit", "enable", "disable", "enabled"]
 
 
-def enable(strategy: str = AUTO) -> None:
+def enable(strategy: str | None = None, *, options: PassOptions | None = None, **settings) -> None:
     """Route every later `jax.jit` compile in this process through the pass.
 
-    `strategy` is `pool3d_pass.rewrite`'s: "auto" (the platform's choice),
-    "recompute" or "indices". Clears JAX's in-memory compilation caches if the
-    switch or its strategy changes, so functions compiled before are
-    recompiled (and rewritten) on their next call.
+    The settings (`strategy`: "auto", the platform's choice, "recompute" or
+    "indices"; `gpu_kernels`; `gpu_interpret`; ...: options.py `SETTINGS`)
+    as keywords, or `options=PassOptions(...)`. Clears JAX's in-memory
+    compilation caches if the switch or its settings change, so functions
+    compiled before are recompiled (and rewritten) on their next call.
     """
-    _set_enabled(True, PassOptions(strategy=strategy))
+    _set_enabled(True, _options(strategy, options, settings))
 
 
 def disable() -> None:
@@ -49,11 +52,11 @@ def disable() -> None:
 
 
 @contextlib.contextmanager
-def enabled(strategy: str = AUTO) -> Iterator[None]:
-    """`enable(strategy)` for the duration of the block, then restore the previous state."""
+def enabled(strategy: str | None = None, *, options: PassOptions | None = None, **settings) -> Iterator[None]:
+    """`enable(...)` with these settings for the duration of the block, then restore the previous state."""
     from pool3d_pass.integration import routing
 
-    options = PassOptions(strategy=strategy)
+    options = _options(strategy, options, settings)
     previous_options = routing.global_options()
     previous = _set_enabled(True, options)
     try:
@@ -62,7 +65,14 @@ def enabled(strategy: str = AUTO) -> Iterator[None]:
         _set_enabled(previous, previous_options)
 
 
-def _set_enabled(value: bool, options: PassOptions = PassOptions()) -> bool:
+def _options(strategy: str | None, options: PassOptions | None, settings: dict) -> PassOptions:
+    """The switch's options from `enable` / `enabled`'s arguments (`strategy` may come first, by position)."""
+    if strategy is not None:
+        settings = {"strategy": strategy, **settings}
+    return compile_options(options, **settings)
+
+
+def _set_enabled(value: bool, options: PassOptions | None = None) -> bool:
     """The switch (routing.py), with the compile hook installed before it is first turned on."""
     from pool3d_pass.integration import compile_hook, routing
 

@@ -9,9 +9,9 @@
   in/out_shardings, ...) is jax.jit's own, untouched.
 
 Compiles started by `__call__`, by `.lower(...).compile()` and by
-`.trace(...).lower().compile()` run in a `routing.scope(options)` (a
-`PassOptions` made from `strategy` when `jit` is called), which the compile
-hook sees. While the user's function is being traced the scope is
+`.trace(...).lower().compile()` run in a `routing.scope(options)` (the
+`PassOptions` made, and checked, from the settings given when `jit` is
+called), which the compile hook sees. While the user's function is being traced the scope is
 reset, so eager computations inside it follow the process-wide switch.
 """
 
@@ -24,7 +24,7 @@ from typing import Any, Callable
 from jax._src import source_info_util, stages, traceback_util
 
 from pool3d_pass.integration import compile_hook, routing
-from pool3d_pass.options import AUTO, PassOptions
+from pool3d_pass.options import FIELDS, PassOptions, compile_options
 
 # Keep this file's frames (the trace-time wrapper) out of the source locations
 # JAX writes into the module and of user tracebacks, as JAX does for its own
@@ -41,7 +41,7 @@ class RewritingLowered(stages.Lowered):
     """
 
     __slots__ = ()
-    options = PassOptions()  # a class attribute (no new slot: instances are recast by `__class__`)
+    options: PassOptions | None = None  # a class attribute (no new slot: instances are recast by `__class__`)
 
     def compile(self, *args: Any, **kwargs: Any) -> stages.Compiled:
         with routing.scope(self.options):
@@ -52,7 +52,7 @@ class RewritingTraced(stages.Traced):
     """A `jax.stages.Traced` whose `lower()` returns a `RewritingLowered`."""
 
     __slots__ = ()
-    options = PassOptions()
+    options: PassOptions | None = None
 
     def lower(self, *args: Any, **kwargs: Any) -> RewritingLowered:
         with routing.scope(self.options):
@@ -77,10 +77,10 @@ def _recast(stage: Any, cls: type, options: PassOptions) -> Any:
 class Jitted:
     """What `pool3d_pass.jit` returns: a `jax.jit` object whose compiles are rewritten."""
 
-    def __init__(self, fun: Callable, jit_kwargs: dict[str, Any], strategy: str = AUTO):
+    def __init__(self, fun: Callable, jit_kwargs: dict[str, Any], options: PassOptions):
         import jax
 
-        self._options = PassOptions(strategy=strategy)
+        self._options = options
         compile_hook.install()
 
         @functools.wraps(fun)
@@ -119,16 +119,19 @@ class Jitted:
         return f"pool3d_pass.jit({self._fun!r})"
 
 
-def jit(fun: Callable | None = None, /, *, strategy: str = AUTO, **jit_kwargs: Any) -> Any:
+def jit(fun: Callable | None = None, /, *, options: PassOptions | None = None, **kwargs: Any) -> Any:
     """`jax.jit(fun, **jit_kwargs)` with every max-pool gradient rewritten at compile time.
 
-    `strategy` is `pool3d_pass.rewrite`'s: "auto" (the platform's choice),
-    "recompute" or "indices". Also usable as `@pool3d_pass.jit` or
-    `@pool3d_pass.jit(static_argnums=...)`.
+    The pass's settings (options.py `SETTINGS`: `strategy`, "auto", the
+    platform's choice, "recompute" or "indices"; `gpu_kernels`;
+    `gpu_interpret`; ...) are keywords of the same names, or one
+    `options=PassOptions(...)`; every other keyword is jax.jit's. Also usable
+    as `@pool3d_pass.jit` or `@pool3d_pass.jit(static_argnums=...)`.
     """
+    settings = {name: kwargs.pop(name) for name in FIELDS if name in kwargs}  # the input's are refused
+    made = compile_options(options, **settings)  # a bad setting fails here, not at the decorated definition
     if fun is None:
-        PassOptions(strategy=strategy)  # a bad strategy fails here, not at the decorated definition
-        return functools.partial(jit, strategy=strategy, **jit_kwargs)
+        return functools.partial(jit, options=made, **kwargs)
     if not callable(fun):
         raise TypeError(f"fun must be a callable (the function to compile), got {fun!r:.60} ({type(fun).__name__})")
-    return Jitted(fun, jit_kwargs, strategy)
+    return Jitted(fun, kwargs, made)

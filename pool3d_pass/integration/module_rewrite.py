@@ -37,11 +37,10 @@ import tempfile
 import numpy as np
 from jaxlib.mlir import ir
 
-from pool3d_pass import environment
 from pool3d_pass.bindings.registry import binding_for
 from pool3d_pass.contract import FORWARD_OUTPUT
 from pool3d_pass.integration.device_mesh import program_mesh
-from pool3d_pass.options import PassOptions
+from pool3d_pass.options import PassOptions, command_flags
 from pool3d_pass.report import FORWARDS, NEUTRAL_CALL, Miss, RewriteReport
 from pool3d_pass.rewriting import rewrite
 
@@ -102,7 +101,7 @@ def _save_for_reproduction(module: ir.Module, name: str) -> str:
 def reproducer(module: ir.Module, platform: str, options: PassOptions, devices=None) -> str:
     """Save `module` (the input of the rewrite) and return the command that rewrites it again."""
     saved = _save_for_reproduction(module, module_name(module))
-    command = f"pool3d-opt {environment.command_flags(options, target=platform)} {saved}"
+    command = f"pool3d-opt {command_flags(options, target=platform)} {saved}"
     if devices is not None and np.size(devices) > 1:
         command += f" (the compile was for {np.size(devices)} devices: pool3d-opt splices the single-device binding)"
     return command
@@ -151,19 +150,20 @@ def log_report(name: str, platform: str, report: RewriteReport, *, per_rewrite: 
 
 
 def rewrite_for_platform(
-    module: ir.Module, platform: str, devices=None, options: PassOptions = PassOptions(), spliced: list | None = None,
+    module: ir.Module, platform: str, devices=None, options: PassOptions | None = None, spliced: list | None = None,
     on_report=None,
 ) -> ir.Module:
     """The module to compile for `platform` on `devices`: `module` itself, or a rewritten copy.
 
     `devices` is the compile's device assignment (any array-like of devices); a
     program for several devices gets the binding's partitionable version.
-    `options` (`routing.options()`: the strategy asked for) get this compile's
+    `options` (`routing.options()`: the settings asked for; None: the defaults) get this compile's
     target and mesh. `spliced`: receives the binding lowerings spliced in
     (`rewriting.rewrite`); the caller holds it while XLA compiles the result.
     `on_report`: called with this compile's `RewriteReport` (`pool3d_pass.jit`'s
     `last_report`), where the module held pooling.
     """
+    options = PassOptions() if options is None else options
     name = module_name(module)
 
     def left(reason: str) -> ir.Module:

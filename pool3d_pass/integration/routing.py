@@ -14,13 +14,14 @@ Each carries the `PassOptions` the rewrite asks for (made, and so checked, by
 target and mesh of each compile. Neither this module nor the switch installs
 the hook: `enable` and `pool3d_pass.jit` do (compile_hook.py).
 
-The switch is also a JAX config state (`SWITCH_STATE`, "off" or the strategy)
-included in JAX's jit and trace-context cache keys: an executable is cached
-under the switch setting its call started with, so one compiled (rewritten)
-just before `disable()` and cached after it can never be handed to a call
-made after `disable()` (nor a plain one after `enable()`). Flipping the switch
-also clears JAX's in-memory caches (`jax.clear_caches()`). Threads: see
-docs/jax_integration.md, "Threads".
+The switch is also a JAX config state (`SWITCH_STATE`: "off", or a word
+naming the switch's options) included in JAX's jit and trace-context cache
+keys: an executable is cached under the switch setting its call started
+with, so one compiled (rewritten) just before `disable()` and cached after it
+can never be handed to a call made after `disable()` (nor a plain one after
+`enable()`, nor one rewritten with other settings after `enable(...)` with
+new ones). Flipping the switch also clears JAX's in-memory caches
+(`jax.clear_caches()`). Threads: see docs/jax_integration.md, "Threads".
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import contextvars
 import threading
 from collections.abc import Iterator
 
-from pool3d_pass.options import STRATEGIES, PassOptions
+from pool3d_pass.options import PassOptions
 
 # The package's one context variable. Options: rewrite with them (inside a pool3d_pass.jit
 # compile); None: follow the switch. A context variable because JAX calls the compile hook
@@ -42,11 +43,21 @@ _scope: contextvars.ContextVar[PassOptions | None] = contextvars.ContextVar(
 )
 _switch_lock = threading.Lock()
 _globally_enabled = False
-_global_options = PassOptions()
+_global_options: PassOptions | None = None  # the switch's options; None: PassOptions() (made when first asked)
 
 SWITCH_STATE = "pool3d_pass_rewrite"  # the JAX config state's name
 OFF = "off"
 _switch_state = None  # the JAX config state, made on the first flip; False: this JAX cannot
+# The switch's words (the state's values) and the options each stands for: words, not the
+# options object, go into JAX's cache keys (a str hashes and compares alike in every JAX).
+_switch_options: dict[str, PassOptions] = {}
+
+
+def _switch_word(options: PassOptions) -> str:
+    """The state's value for a switch on with `options`: its settings, spelt out."""
+    word = ",".join(f"{name}={value}" for name, value in options.settings().items())
+    _switch_options.setdefault(word, options)
+    return word
 
 
 def _jax_switch_state():
@@ -57,9 +68,9 @@ def _jax_switch_state():
 
         existing = getattr(jax_config, "config_states", {}).get(SWITCH_STATE)
         try:
-            _switch_state = existing if existing is not None else jax_config.enum_state(
-                name=SWITCH_STATE, enum_values=[OFF, *STRATEGIES], default=OFF,
-                help="pool3d_pass.enable(): the strategy every jax.jit compile is rewritten with, or off.",
+            _switch_state = existing if existing is not None else jax_config.string_or_object_state(
+                name=SWITCH_STATE, default=OFF,
+                help="pool3d_pass.enable(): the settings every jax.jit compile is rewritten with, or off.",
                 include_in_jit_key=True, include_in_trace_context=True)
         except (AttributeError, TypeError):  # pragma: no cover - a JAX without key-carrying states
             _switch_state = False
@@ -75,8 +86,8 @@ def options() -> PassOptions | None:
     if state is not None and state is not False:
         # The value this thread's JAX cache keys carry (the switch, read once).
         value = state.value
-        return None if value == OFF else PassOptions(strategy=value)
-    return _global_options if _globally_enabled else None
+        return _switch_options.get(value)  # None: off (or a word this process never set)
+    return global_options() if _globally_enabled else None
 
 
 def is_enabled() -> bool:
@@ -86,27 +97,33 @@ def is_enabled() -> bool:
 
 def global_options() -> PassOptions:
     """The options the process-wide switch rewrites with (when on)."""
+    global _global_options
+    if _global_options is None:
+        _global_options = PassOptions()
     return _global_options
 
 
 def global_strategy() -> str:
     """The strategy the process-wide switch rewrites with (when on)."""
-    return _global_options.strategy
+    return global_options().strategy
 
 
-def set_enabled(value: bool, options: PassOptions = PassOptions()) -> bool:
-    """Set the process-wide switch (and its options); clear JAX's caches if either changed. Returns the old state."""
+def set_enabled(value: bool, options: PassOptions | None = None) -> bool:
+    """Set the process-wide switch (and its options: None, the defaults); clear JAX's caches if either
+    changed. Returns the old state."""
     global _globally_enabled, _global_options
     import jax
 
+    options = PassOptions() if options is None else options
     with _switch_lock:
         previous = _globally_enabled
-        before = _global_options.strategy if previous else None
+        before = _switch_word(global_options()) if previous else OFF
         _globally_enabled, _global_options = value, options
-        if before != (options.strategy if value else None):
+        after = _switch_word(options) if value else OFF
+        if before != after:
             state = _jax_switch_state()
             if state is not None:
-                state._set(options.strategy if value else OFF)
+                state._set(after)
             # Executables compiled under the other setting sit in JAX's caches
             # (C++ jit caches, pxla._cached_compilation, primitive dispatch).
             jax.clear_caches()

@@ -17,10 +17,10 @@ from collections.abc import Callable
 from jaxlib.mlir import ir, passmanager
 from jaxlib.mlir._mlir_libs._mlir import rewrite as mlir_rewrite
 
-from pool3d_pass.bindings.registry import Binding, binding_for, platforms
+from pool3d_pass.bindings.registry import Binding, binding_for
 from pool3d_pass.ir.attributes import attribute_values_cached
 from pool3d_pass.ir_context import make_context
-from pool3d_pass.options import NEUTRAL, PassOptions, check_word, pass_options
+from pool3d_pass.options import PassOptions, pass_options
 from pool3d_pass.report import RewriteReport
 from pool3d_pass.rewriting import cleanup
 from pool3d_pass.rewriting.patterns import PassRun
@@ -66,18 +66,6 @@ def _run_callable(on_report: Callable[[RewriteReport], None] | None, options: Pa
     return run
 
 
-def targets() -> list[str]:
-    """The words `target` accepts: neutral, and every platform with a binding (the registry's)."""
-    return [NEUTRAL, *platforms()]
-
-
-def checked_options(options: PassOptions | None, keywords: dict) -> PassOptions:
-    """`pass_options`, with the target checked against the registry (ValueError naming the accepted ones)."""
-    options = pass_options(options, **keywords)
-    check_word("target", options.target, targets())
-    return options
-
-
 def _module_operation(module) -> ir.Operation:
     """The `builtin.module` operation of `module` (an `ir.Module`, or that operation itself), else TypeError."""
     if isinstance(module, ir.Module):
@@ -112,15 +100,16 @@ def add_pass(
 ) -> None:
     """Append the pass to `pm`; `on_report` receives each run's report.
 
-    `options` (a `PassOptions`), or its fields as keywords: `target` is
+    `options` (a `PassOptions`), or its fields as keywords (options.py): `target` is
     "neutral" (the platform-neutral calls of docs/contract.md; None too) or a
     platform with a binding (`targets()`: "cpu", "neuron", ...), whose
     binding is spliced in; `mesh` (a `jax.sharding.Mesh` of the program's
     devices) asks for the binding's partitionable version, for programs
-    compiled for several devices; `strategy` is "auto" (the platform's
-    choice; recompute for neutral output), "recompute" or "indices" (see
-    rewriting/strategy.py); `filename` names the input in locations. A
-    binding whose packages are missing raises ImportError here, naming them.
+    compiled for several devices; `filename` names the input in locations;
+    the settings (`strategy`: "auto", the platform's choice, recompute for
+    neutral output; "recompute" or "indices", see rewriting/strategy.py; and
+    the gpu binding's `gpu_kernels`, `gpu_interpret`). A binding whose
+    packages are missing raises ImportError here, naming them.
     `binding`: the target's binding when the caller has resolved it already
     (`resolve_binding`). `spliced`: a list that receives each binding lowering
     spliced in; holding it keeps their `custom_partitioning` callbacks alive
@@ -131,7 +120,7 @@ def add_pass(
         raise TypeError(f"pm must be a jaxlib.mlir.passmanager.PassManager, got {pm!r:.60} ({type(pm).__name__})")
     if on_report is not None and not callable(on_report):
         raise TypeError(f"on_report must be a callable taking a RewriteReport, or None, got {on_report!r:.60}")
-    options = checked_options(options, keywords)
+    options = pass_options(options, **keywords)
     if binding is None:
         binding = resolve_binding(options)
     pm.add(
@@ -149,12 +138,12 @@ def rewrite(
     """Rewrite every max-pool gradient in `module` in place; the module is verified after.
 
     `module`: a `jaxlib.mlir.ir.Module` (or its `builtin.module` operation).
-    `options`, or its fields as keywords (`target=`, `strategy=`, `mesh=`,
-    `filename=`): see `add_pass`, and `binding`, `spliced`. A wrong type is a
+    `options`, or its fields as keywords (`target=`, `strategy=`, ...): see
+    `add_pass`, and `binding`, `spliced`. A wrong type is a
     TypeError, an unknown target or strategy a ValueError naming the accepted ones.
     """
     operation = _module_operation(module)
-    options = checked_options(options, keywords)
+    options = pass_options(options, **keywords)
     total = RewriteReport()
     with operation.context:
         pm = passmanager.PassManager("builtin.module")
@@ -172,7 +161,7 @@ def rewrite_text(text: str, options: PassOptions | None = None, **keywords) -> t
     if not isinstance(text, str):
         hint = "; decode it first (text.decode())" if isinstance(text, (bytes, bytearray)) else ""
         raise TypeError(f"text must be a str of textual MLIR, got {text!r:.60} ({type(text).__name__}){hint}")
-    options = checked_options(options, keywords)
+    options = pass_options(options, **keywords)
     with make_context():
         from pool3d_pass.safe_parse import parse_module  # input limits; parses on a large stack
 

@@ -35,7 +35,7 @@ from jaxlib.mlir.dialects import stablehlo
 
 from pool3d_pass.bindings.registry import Binding, CallSignature
 from pool3d_pass.contract import FORWARD_OUTPUT, INDEX_TYPE, SUPPORTED_DTYPES
-from pool3d_pass.environment import binding_settings
+from pool3d_pass.options import binding_settings
 from pool3d_pass.ir.constraints import through_open_constraints
 from pool3d_pass.ir.locations import format_location
 from pool3d_pass.ir.ops import defining_op, op_name

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from pool3d_pass.bindings.registry import Binding, CallSignature
 from pool3d_pass.contract import BACKWARD, BACKWARD_FROM_INDICES, BACKWARD_FROM_INPUT, FORWARD
-from pool3d_pass.environment import BindingSettings
+from pool3d_pass.options import BindingSettings
 from pool3d_pass.matching import NoMatch, PoolGradient
 from pool3d_pass.options import AUTO, INDICES, RECOMPUTE, PassOptions
 

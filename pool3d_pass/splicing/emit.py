@@ -22,7 +22,7 @@ from jaxlib.mlir import ir
 
 from pool3d_pass.bindings.registry import Binding
 from pool3d_pass.contract.custom_call import CallBuilder
-from pool3d_pass.environment import BindingSettings
+from pool3d_pass.options import BindingSettings
 from pool3d_pass.options import PassOptions
 from pool3d_pass.splicing.per_shard import PerShardCode
 from pool3d_pass.splicing.splice import splice_call
@@ -36,7 +36,7 @@ def emitter(options: PassOptions, binding: Binding | None, settings: BindingSett
 
     One per pass run: the neutral builder keeps the attributes it built for the run's later calls.
     (A target without a binding never emits: the pass refuses its gradients first.) `settings`:
-    the run's (`environment.binding_settings(options)`), handed to the binding with every call.
+    the run's (`options.binding_settings(options)`), handed to the binding with every call.
     `per_shard`: the run's answer to which code runs per shard (the remarks ask it too), else a new one.
     `spliced`: where given, receives each lowering spliced in (`splice.splice_call`).
     """

@@ -37,7 +37,7 @@ from jaxlib.mlir import ir
 from pool3d_pass import caches
 from pool3d_pass.bindings.registry import Binding
 from pool3d_pass.contract import CALLS
-from pool3d_pass.environment import BindingSettings
+from pool3d_pass.options import BindingSettings
 from pool3d_pass.splicing import partition_keys
 
 logger = logging.getLogger("pool3d_pass")

@@ -32,17 +32,23 @@ def test_pass_level_variables_name_existing_options():
 
 
 def test_command_flags_repeat_the_gpu_settings_in_force(monkeypatch):
-    """A reproducer line carries the gpu kernels and interpret mode, from the options or the environment."""
-    from pool3d_pass.options import PassOptions
+    """A reproducer line carries the gpu kernels and interpret mode in force: the options', whose defaults
+    are the environment's when the options are made."""
+    from pool3d_pass.options import BindingSettings, PassOptions, binding_settings, command_flags
 
     monkeypatch.delenv(environment.GPU_KERNELS, raising=False)
     monkeypatch.delenv(environment.GPU_INTERPRET, raising=False)
-    assert environment.command_flags(PassOptions(target="cpu")) == "--target=cpu --strategy=auto"
-    assert (environment.command_flags(PassOptions(strategy="indices", gpu_kernels="pallas"), target="gpu")
+    assert command_flags(PassOptions(target="cpu")) == "--target=cpu --strategy=auto"
+    assert (command_flags(PassOptions(strategy="indices", gpu_kernels="pallas"), target="gpu")
             == "--target=gpu --strategy=indices --gpu-kernels=pallas")
     monkeypatch.setenv(environment.GPU_KERNELS, "pallas")
     monkeypatch.setenv(environment.GPU_INTERPRET, "1")
-    assert (environment.command_flags(PassOptions(target="gpu"))
-            == "--target=gpu --strategy=auto --gpu-kernels=pallas --gpu-interpret")
-    assert environment.command_flags(PassOptions(target="gpu", gpu_kernels="cuda", gpu_interpret=False)) == (
+    made_now = PassOptions(target="gpu")
+    assert command_flags(made_now) == "--target=gpu --strategy=auto --gpu-kernels=pallas --gpu-interpret"
+    assert command_flags(PassOptions(target="gpu", gpu_kernels="cuda", gpu_interpret=False)) == (
         "--target=gpu --strategy=auto --gpu-kernels=cuda")
+    monkeypatch.delenv(environment.GPU_KERNELS)
+    monkeypatch.delenv(environment.GPU_INTERPRET)
+    # read once, when the options were made: never again inside the pass
+    assert command_flags(made_now).endswith("--gpu-kernels=pallas --gpu-interpret")
+    assert binding_settings(made_now) == BindingSettings("pallas", True)

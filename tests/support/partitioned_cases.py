@@ -40,7 +40,7 @@ from jax.sharding import Mesh, NamedSharding  # noqa: E402
 from jax.sharding import PartitionSpec as P  # noqa: E402
 
 import pool3d_pass  # noqa: E402
-from pool3d_pass.environment import BindingSettings  # noqa: E402
+from pool3d_pass.options import BindingSettings  # noqa: E402
 
 from compiled_hlo import kernel_operand_shapes  # noqa: E402
 from sharding_cases import (  # noqa: E402

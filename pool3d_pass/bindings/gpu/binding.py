@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from pool3d_pass.bindings.base import Binding, CallSignature, contract_preconditions
 from pool3d_pass.contract import SUPPORTED_DTYPES, TARGETS
-from pool3d_pass.environment import BindingSettings
+from pool3d_pass.options import BindingSettings
 
 PLATFORM = "gpu"
 LOWERING_PLATFORM = "cuda"

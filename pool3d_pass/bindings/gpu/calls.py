@@ -21,7 +21,7 @@ backend_config), which XLA:GPU compiles:
   memory between the two (2 bytes per window).
 
 Each function takes, besides its call's arguments, `settings=` (an
-`environment.BindingSettings`, which the pass passes through
+`options.BindingSettings`, which the pass passes through
 `Binding.function`; None: the environment's alone) and reads it whenever
 the call is traced; the pass keys its cached lowerings by it:
 
@@ -56,7 +56,7 @@ import jax
 from pool3d_pass import environment
 from pool3d_pass.bindings.ffi_calls import contract_functions, input_shape_of
 from pool3d_pass.contract.pool_config import PoolConfig, shaped, split
-from pool3d_pass.environment import BindingSettings
+from pool3d_pass.options import BindingSettings
 
 logger = logging.getLogger("pool3d_pass")
 

@@ -2,8 +2,8 @@
 
 `implementation(settings)` is the one place that decides; the binding's
 functions ask it whenever a call is traced, with the settings the pass run
-passed them (`environment.BindingSettings`: the pass's `gpu_kernels` option,
-else `POOL3D_GPU_IMPL`; None here: the environment's alone):
+passed them (`options.BindingSettings`: the pass's `gpu_kernels` option,
+whose default is `POOL3D_GPU_IMPL`; None here: `PassOptions()`'s):
 
 - `pallas`: the Pallas (Triton) kernels;
 - `cuda`: the CUDA kernels; where their library is not built or does not
@@ -27,7 +27,7 @@ import os
 
 from pool3d_pass import environment
 from pool3d_pass.bindings.gpu.cuda import library as cuda_library
-from pool3d_pass.environment import BindingSettings, binding_settings
+from pool3d_pass.options import BindingSettings, binding_settings
 
 IMPL_ENV = environment.GPU_KERNELS
 INTERPRET_ENV = environment.GPU_INTERPRET
@@ -38,12 +38,8 @@ logger = logging.getLogger("pool3d_pass")
 
 
 def requested(settings: BindingSettings | None = None) -> str:
-    """The choice asked for: "cuda", "pallas" or "auto" (unset, empty or unknown)."""
-    value = (settings or binding_settings()).gpu_kernels
-    if value not in CHOICES:
-        _warn_once(f"{IMPL_ENV}={value!r} is not one of {', '.join(CHOICES)}; using auto")
-        return AUTO
-    return value
+    """The choice asked for: "cuda", "pallas" or "auto" (a PassOptions checked the word when it was made)."""
+    return (settings or binding_settings()).gpu_kernels
 
 
 def implementation(settings: BindingSettings | None = None) -> str:
@@ -56,7 +52,7 @@ def implementation(settings: BindingSettings | None = None) -> str:
     if reason is None:
         return _chosen(CUDA, cuda_library.library_path())
     if choice == CUDA:
-        _warn_once(f"gpu_kernels=cuda ({IMPL_ENV}=cuda), but the CUDA kernels cannot be used: {reason}; using the Pallas kernels")
+        _warn_once(f"gpu_kernels=cuda, but the CUDA kernels cannot be used: {reason}; using the Pallas kernels")
     return _chosen(PALLAS, reason)
 
 

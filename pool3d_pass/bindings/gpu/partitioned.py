@@ -16,7 +16,7 @@ import functools
 
 from pool3d_pass.bindings.gpu import calls, implementation
 from pool3d_pass.bindings.partitioned import partitioned_calls
-from pool3d_pass.environment import BindingSettings
+from pool3d_pass.options import BindingSettings
 
 
 @functools.cache

@@ -77,7 +77,7 @@ def test_a_missing_library_falls_back_to_pallas_with_a_warning(monkeypatch, tmp_
     assert "not built" in cuda_library.unavailable()
     with caplog.at_level(logging.WARNING, logger="pool3d_pass"):
         assert implementation.implementation() == "pallas"
-    assert any("POOL3D_GPU_IMPL=cuda" in r.getMessage() and "not built" in r.getMessage() for r in caplog.records)
+    assert any("gpu_kernels=cuda, but" in r.getMessage() and "not built" in r.getMessage() for r in caplog.records)
     monkeypatch.setenv(implementation.IMPL_ENV, "auto")
     assert implementation.implementation() == "pallas"
     assert implementation.describe().startswith("Pallas kernels (the CUDA kernels' library is not built")
@@ -98,9 +98,10 @@ def test_a_library_that_does_not_load_falls_back(monkeypatch, tmp_path):
     assert custom_call_targets(text) == ["__gpu$xla.gpu.triton"]
 
 
-def test_an_unknown_choice_is_auto(monkeypatch):
+def test_an_unknown_choice_in_the_environment_is_refused_naming_it(monkeypatch):
     monkeypatch.setenv(implementation.IMPL_ENV, "triton")
-    assert implementation.requested() == "auto"
+    with pytest.raises(ValueError, match=r"POOL3D_GPU_IMPL='triton' \(the default of gpu_kernels\)"):
+        implementation.requested()
 
 
 def test_use_switches_and_clears_caches(monkeypatch):

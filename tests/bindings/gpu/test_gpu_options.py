@@ -15,7 +15,7 @@ from pool3d_pass import environment
 from pool3d_pass.bindings.gpu.cuda import library as cuda_library
 from pool3d_pass.cli.pool3d_opt import main
 from pool3d_pass.contract import TARGETS
-from pool3d_pass.options import PassOptions
+from pool3d_pass.options import BindingSettings, PassOptions
 
 from corpus import FIXTURES  # noqa: E402
 
@@ -69,7 +69,7 @@ def test_unset_options_take_the_environment(monkeypatch):
 def test_options_are_checked():
     with pytest.raises(ValueError, match="unknown gpu_kernels 'triton'"):
         PassOptions(gpu_kernels="triton")
-    with pytest.raises(ValueError, match="gpu_interpret must be"):
+    with pytest.raises(TypeError, match="gpu_interpret must be"):
         PassOptions(gpu_interpret="yes")
 
 
@@ -98,7 +98,7 @@ def test_the_settings_reach_the_binding_as_its_argument():
     x = jax.ShapeDtypeStruct((1, 1, 4, 4, 4), jnp.float32)
     texts = {}
     for interpret in (False, True):
-        settings = environment.BindingSettings(gpu_kernels="pallas", gpu_interpret=interpret)
+        settings = BindingSettings(gpu_kernels="pallas", gpu_interpret=interpret)
         function = functools.partial(binding_for("gpu").function("forward_output", settings=settings), **attributes)
         texts[interpret] = jax.jit(function).trace(x).lower(lowering_platforms=("cuda",)).as_text()
     assert TRITON in texts[False] and TRITON not in texts[True]
