@@ -332,6 +332,31 @@ def test_info_log_lists_misses_with_reasons(caplog):
     assert is_plain(text)  # nothing rewritten: the original module was compiled
 
 
+def test_jit_keeps_the_report_of_its_last_compile():
+    def min_pool_grad(x):
+        pool = lambda x: lax.reduce_window(x, jnp.inf, lax.min, (1, 1, 2, 2, 2), (1, 1, 2, 2, 2), "VALID")
+        return jax.grad(lambda x: jnp.sum(pool(x) ** 2))(x)
+
+    rewritten, missed = pool3d_pass.jit(make_grad()), pool3d_pass.jit(min_pool_grad)
+    assert rewritten.last_report is None  # nothing compiled yet
+    x = rand()
+    rewritten(x)
+    report = rewritten.last_report
+    assert (report.candidates, report.rewritten, report.gradients_missed) == (1, 1, 0)
+    assert re.search(r"test_integration.py:\d+:\d+: remark: max-pool gradient rewritten: NCDHW", str(report))
+    rewritten(x)  # the compiled program again: no compile, the report stays
+    assert rewritten.last_report is report
+    rewritten.lower(rand((1, 3, 4, 4, 4))).compile()  # another compile, through .lower(): a new report
+    assert rewritten.last_report is not report and rewritten.last_report.rewritten == 1
+    missed.trace(x).lower().compile()
+    report = missed.last_report
+    assert (report.candidates, report.rewritten, report.gradients_missed) == (1, 0, 1)
+    (line,) = [line for line in str(report).splitlines() if "not rewritten" in line]
+    assert re.search(r"test_integration.py:\d+:\d+: remark: max-pool gradient not rewritten: select is compare LE",
+                     line), line
+    assert rewritten.last_report.rewritten == 1  # each object its own
+
+
 @pytest.mark.gpu  # the gpu binding's speed rule, on a host where its kernels were never measured
 def test_a_speed_rules_miss_is_a_remark_and_any_other_miss_one_warning(caplog):
     module = jax.jit(make_grad()).lower(rand()).compiler_ir("stablehlo")
