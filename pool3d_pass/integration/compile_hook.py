@@ -27,48 +27,17 @@ See docs/jax_integration.md.
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import functools
 import threading
-from collections.abc import Iterator
 
 # The private JAX names relied upon, and their check, live with everything
 # else that differs between JAX versions (re-exported here for callers).
 from pool3d_pass.jax_compat import JAX_INTERNALS, JaxInternalsChanged, check_jax_internals
 
-__all__ = ["JAX_INTERNALS", "JaxInternalsChanged", "ReportSlot", "check_jax_internals", "install", "installed",
-           "reporting"]
+__all__ = ["JAX_INTERNALS", "JaxInternalsChanged", "check_jax_internals", "install", "installed"]
 
 HOOK_MARKER = "_pool3d_pass_hook"
 _install_lock = threading.Lock()
-
-
-class ReportSlot:
-    """Where a `pool3d_pass.jit` object keeps the `RewriteReport` of its last compile (`last_report`)."""
-
-    __slots__ = ("report",)
-
-    def __init__(self) -> None:
-        self.report = None
-
-    def __call__(self, report) -> None:
-        self.report = report
-
-
-# Where the report of a compile starting in this context goes (a ReportSlot), or None. A context
-# variable for the reason routing's scope is one: JAX calls the hook with no argument of ours.
-_reports: contextvars.ContextVar[ReportSlot | None] = contextvars.ContextVar("pool3d_pass_reports", default=None)
-
-
-@contextlib.contextmanager
-def reporting(slot: ReportSlot | None) -> Iterator[None]:
-    """Within the block, the reports of compiles in this context go to `slot` (None: nowhere)."""
-    token = _reports.set(slot)
-    try:
-        yield
-    finally:
-        _reports.reset(token)
 
 
 def installed() -> bool:
@@ -102,7 +71,7 @@ def install() -> None:
                 return original(backend, computation, devices, *args, **kwargs)
             # The lowerings spliced in, referenced by this frame until the compile below returns.
             spliced: list = []
-            on_report = _reports.get()
+            on_report = routing.report_slot()  # a pool3d_pass.jit object's `last_report`, or None
             rewritten = module_rewrite.rewrite_for_platform(
                 computation, backend.platform, devices=devices, options=options, spliced=spliced, on_report=on_report)
             if rewritten is computation:

@@ -12,7 +12,7 @@ Compiles started by `__call__`, by `.lower(...).compile()` and by
 `.trace(...).lower().compile()` run in a `routing.scope(options)` (the
 `PassOptions` made, and checked, from the settings given when `jit` is
 called), which the compile hook sees, and report to the object's own
-`ReportSlot` (`last_report`: the `RewriteReport` of its last compile). While
+`routing.ReportSlot` (`last_report`: the `RewriteReport` of its last compile). While
 the user's function is being traced the scope and the slot are reset, so
 eager computations inside it follow the process-wide switch and report nowhere.
 """
@@ -45,10 +45,10 @@ class RewritingLowered(stages.Lowered):
     __slots__ = ()
     # Class attributes (no new slot: instances are recast by `__class__`), set per `Jitted` (`_stage_class`).
     options: PassOptions | None = None
-    reports: compile_hook.ReportSlot | None = None
+    reports: routing.ReportSlot | None = None
 
     def compile(self, *args: Any, **kwargs: Any) -> stages.Compiled:
-        with routing.scope(self.options), compile_hook.reporting(self.reports):
+        with routing.scope(self.options, self.reports):
             return super().compile(*args, **kwargs)
 
 
@@ -57,11 +57,11 @@ class RewritingTraced(stages.Traced):
 
     __slots__ = ()
     options: PassOptions | None = None
-    reports: compile_hook.ReportSlot | None = None
+    reports: routing.ReportSlot | None = None
     lowered_class: type = RewritingLowered
 
     def lower(self, *args: Any, **kwargs: Any) -> RewritingLowered:
-        with routing.scope(self.options), compile_hook.reporting(self.reports):
+        with routing.scope(self.options, self.reports):
             return _recast(super().lower(*args, **kwargs), self.lowered_class)
 
 
@@ -84,7 +84,7 @@ class Jitted:
         import jax
 
         self._options = options
-        self._reports = compile_hook.ReportSlot()
+        self._reports = routing.ReportSlot()
         lowered = _stage_class(RewritingLowered, options=options, reports=self._reports)
         self._lowered_class = lowered
         self._traced_class = _stage_class(RewritingTraced, options=options, reports=self._reports,
@@ -94,7 +94,7 @@ class Jitted:
         @functools.wraps(fun)
         def traced_body(*args: Any, **kwargs: Any) -> Any:
             # Runs at trace time: eager work inside `fun` follows the switch, and is no compile of this object's.
-            with routing.scope(None), compile_hook.reporting(None):
+            with routing.scope(None):
                 return fun(*args, **kwargs)
 
         self._fun = fun
@@ -109,15 +109,15 @@ class Jitted:
         return self._reports.report
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        with routing.scope(self._options), compile_hook.reporting(self._reports):
+        with routing.scope(self._options, self._reports):
             return self._jitted(*args, **kwargs)
 
     def lower(self, *args: Any, **kwargs: Any) -> RewritingLowered:
-        with routing.scope(self._options), compile_hook.reporting(self._reports):
+        with routing.scope(self._options, self._reports):
             return _recast(self._jitted.lower(*args, **kwargs), self._lowered_class)
 
     def trace(self, *args: Any, **kwargs: Any) -> RewritingTraced:
-        with routing.scope(self._options), compile_hook.reporting(self._reports):
+        with routing.scope(self._options, self._reports):
             return _recast(self._jitted.trace(*args, **kwargs), self._traced_class)
 
     def __getattr__(self, name: str) -> Any:
