@@ -31,7 +31,7 @@ from jax import lax
 import pool3d_pass
 from pool3d_pass.contract import TARGETS
 
-BATCH, SIZE, CHANNELS = 8, 32, 4  # input (BATCH, SIZE, SIZE, SIZE, CHANNELS), NDHWC as Flax has it
+BATCH, SIZE, CHANNELS = 4, 32, 4  # input (BATCH, SIZE, SIZE, SIZE, CHANNELS), NDHWC as Flax has it
 WIDTHS = (16, 32)  # output channels of the two convolutions
 LAYER_RUNS, STEP_RUNS = 15, 7
 GRADIENT_CALLS = ("backward", "backward_from_indices", "backward_from_input")
