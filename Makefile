@@ -125,8 +125,8 @@ $(STAMP_BENCH): pyproject.toml $(KERNEL_SOURCES)
 
 # The two environments' halves run side by side (their installs too), and each pytest
 # spreads its tests over TEST_WORKERS processes (pytest-xdist): most of the suite is
-# single-threaded XLA compiles, so on CI's 2 cores a clean clone's wall time drops
-# from 19 to 14 minutes on a busy machine (7 on an idle one). Each
+# single-threaded XLA compiles, so both cores stay busy (how long it takes on CI's 2 cores:
+# docs/development.md). Each
 # half's output is printed whole when it ends (--output-sync). TEST_WORKERS=0 runs
 # each pytest in one process.
 TEST_WORKERS ?= 2
@@ -156,8 +156,8 @@ demo: $(USER_STAMP)
 bench: $(STAMP_BENCH)
 	$(PY_BENCH) -m bench.run
 
-# A speed table in about 2 minutes: $(VENV) (no PyTorch), or with TORCH=1 $(VENV_BENCH), which has
-# PyTorch's CPU build as a column (its first install takes several minutes: about 1.7 GB).
+# A speed table (docs/benchmarks.md): in $(VENV) (no PyTorch), or with TORCH=1 in $(VENV_BENCH), which
+# has PyTorch's CPU build as a column (its first install takes several minutes: about 1.7 GB).
 TORCH ?=
 bench-quick: $(if $(TORCH),$(STAMP_BENCH),$(USER_STAMP))
 	$(if $(TORCH),$(PY_BENCH),$(PY)) -m bench.run --quick

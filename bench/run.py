@@ -1,7 +1,7 @@
 """Benchmarks of pool3d_pass: the kernel, a training step, and the pass itself.
 
-    python -m bench.run            # full run (make bench), 6-8 minutes on 2 cores
-    python -m bench.run --quick    # make bench-quick: one speed table, four layers and a training step, ~2 minutes
+    python -m bench.run            # full run (make bench)
+    python -m bench.run --quick    # make bench-quick: one speed table, four layers and a training step
     python -m bench.run --json out.json --only user,forward,pool,train,pass,flax
     python -m bench.run --wait-load 1.0     # first wait (up to 10 min) for a quieter machine
     python -m bench.run --table-from bench/results/latest.json   # reprint a stored run

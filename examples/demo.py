@@ -128,6 +128,7 @@ def check_step(params, x, labels):
 
 
 def main() -> int:
+    sys.stdout.reconfigure(line_buffering=True)  # each line as it comes, through `make` and pipes too
     logging.basicConfig(format="  %(message)s")  # the pass's warnings, should a gradient be left to XLA
     key = jax.random.PRNGKey(0)
     params = init_params(key)
