@@ -46,7 +46,8 @@ check_jax_kept = $(1) -c "import jax, jaxlib; assert jax.__version__ == jaxlib._
 
 install: $(STAMP)
 
-# (the CUDA kernels' too: CMakeLists.txt builds their library where nvcc is found)
+# (the CUDA kernels' too: CMakeLists.txt builds their library where a GPU driver is present or
+# POOL3D_BUILD_CUDA=1 asks, and an nvcc is found: pool3d_pass/bindings/gpu/cuda/build.py)
 KERNEL_SOURCES := $(shell find pool3d_pass/bindings/cpu pool3d_pass/bindings/shared_kernels pool3d_pass/bindings/gpu/cuda \
                     -name '*.cc' -o -name '*.h' -o -name '*.cu') pool3d_pass/bindings/gpu/cuda/build.py CMakeLists.txt
 
@@ -55,12 +56,32 @@ KERNEL_SOURCES := $(shell find pool3d_pass/bindings/cpu pool3d_pass/bindings/sha
 # (pyproject's build requirement) and this venv proves they load on the newest.
 # Editable (scikit-build-core): the compiled files land in the venv and, for runs
 # that import the tree, beside the sources; CMake's build folder is build/venv.
+# The CUDA kernels are built here on every machine (POOL3D_BUILD_CUDA=1): the gpu-marked
+# tests read their machine code and run their host-compiled code.
+# pip hides the build's own lines (pip install -v shows them): each long step is announced here.
 $(STAMP): pyproject.toml $(KERNEL_SOURCES)
 	$(call need_python,$(PYTHON312),$(PYTHON_VERSION))
 	test -x $(PY) || $(PYTHON312) -m venv $(VENV)
 	$(PIP) install --upgrade pip
 	$(PIP) install jax==$(JAX) jaxlib==$(JAX)
-	$(PIP) install -e '.[test]' --config-settings=build-dir=build/venv
+	@echo "make install: pool3d_pass with its test tools into $(VENV): the CPU kernels (about 1-2 minutes on 2 cores), then the CUDA kernels (nvcc, about 2-5 minutes)"
+	POOL3D_BUILD_CUDA=1 $(PIP) install -e '.[test]' --config-settings=build-dir=build/venv
+	$(call check_jax_kept,$(PY),$(JAX))
+	touch $@
+
+# What `make demo` and `make bench-quick` need: JAX and pool3d_pass alone in $(VENV), the
+# CUDA kernels only where a GPU driver is present (the default): minutes, not ten. A $(VENV)
+# that `make install` or `make test` made serves as it is.
+STAMP_USER := $(VENV)/.pool3d-user-installed
+USER_STAMP = $(if $(wildcard $(STAMP)),$(STAMP),$(STAMP_USER))
+
+$(STAMP_USER): pyproject.toml $(KERNEL_SOURCES)
+	$(call need_python,$(PYTHON312),$(PYTHON_VERSION))
+	@echo "pool3d_pass: a venv $(VENV) with jax $(JAX) and pool3d_pass; compiling the CPU kernels takes about 1-2 minutes on 2 cores"
+	test -x $(PY) || $(PYTHON312) -m venv $(VENV)
+	$(PIP) install --upgrade pip
+	$(PIP) install jax==$(JAX) jaxlib==$(JAX)
+	$(PIP) install -e . --config-settings=build-dir=build/venv
 	$(call check_jax_kept,$(PY),$(JAX))
 	touch $@
 
@@ -97,14 +118,15 @@ $(STAMP_BENCH): pyproject.toml $(KERNEL_SOURCES)
 	$(PY_BENCH) -m pip --disable-pip-version-check -q install --upgrade pip
 	$(PY_BENCH) -m pip --disable-pip-version-check -q install jax==$(JAX_BENCH) jaxlib==$(JAX_BENCH)
 	# Editable, like $(VENV): both write the same abi3 extension into the tree (same sources and headers).
+	@echo "pool3d_pass: $(VENV_BENCH) with PyTorch's CPU build (about 1.7 GB installed) and pool3d_pass: several minutes"
 	$(PY_BENCH) -m pip --disable-pip-version-check -q install -e '.[test]' --config-settings=build-dir=build/venv-bench
 	$(call check_jax_kept,$(PY_BENCH),$(JAX_BENCH))
 	touch $@
 
 # The two environments' halves run side by side (their installs too), and each pytest
 # spreads its tests over TEST_WORKERS processes (pytest-xdist): most of the suite is
-# single-threaded XLA compiles, so on CI's 2 cores a clean clone's wall time drops
-# from 19 to 14 minutes on a busy machine (7 on an idle one). Each
+# single-threaded XLA compiles, so both cores stay busy (how long it takes on CI's 2 cores:
+# docs/development.md). Each
 # half's output is printed whole when it ends (--output-sync). TEST_WORKERS=0 runs
 # each pytest in one process.
 TEST_WORKERS ?= 2
@@ -128,14 +150,17 @@ pytest: $(STAMP)
 lit: $(STAMP)
 	$(VENV)/bin/lit -sv lit_tests
 
-demo: $(STAMP)
+demo: $(USER_STAMP)
 	$(PY) examples/demo.py
 
 bench: $(STAMP_BENCH)
 	$(PY_BENCH) -m bench.run
 
-bench-quick: $(STAMP_BENCH)
-	$(PY_BENCH) -m bench.run --quick
+# A speed table (docs/benchmarks.md): in $(VENV) (no PyTorch), or with TORCH=1 in $(VENV_BENCH), which
+# has PyTorch's CPU build as a column (its first install takes several minutes: about 1.7 GB).
+TORCH ?=
+bench-quick: $(if $(TORCH),$(STAMP_BENCH),$(USER_STAMP))
+	$(if $(TORCH),$(PY_BENCH),$(PY)) -m bench.run --quick
 
 fixtures: $(STAMP)
 	$(PIP) install -e '.[fixtures]'

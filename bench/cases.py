@@ -19,7 +19,7 @@ from jax import lax
 
 from pool3d_pass.contract import pooled_extent
 
-__all__ = ["Case", "FULL_CASES", "QUICK_CASES", "np_dtype", "pool_fn", "kernel_attrs", "as_rank5",
+__all__ = ["Case", "FULL_CASES", "QUICK_CASES", "QUICK_TABLE_CASES", "np_dtype", "pool_fn", "kernel_attrs", "as_rank5",
            "inputs", "max_abs_diff"]
 
 
@@ -93,6 +93,11 @@ FULL_CASES = [
     Case((16, 64, 112, 112), (2, 2), (2, 2), (0, 0), layout="NCHW", repeats=10),
 ]
 
+# `make bench-quick`'s layers (python -m bench.run --quick): four of the full run's shapes, 3-D, both layouts,
+# f32 and bf16, k2 s2 and k3 s2 p1, so its figures read like the full run's rows.
+QUICK_TABLE_CASES = [dataclasses.replace(FULL_CASES[i], repeats=5) for i in (1, 4, 5, 3)]
+
+# Tiny shapes: the harness's and the device and compile checks' quick runs (checks/), not timings.
 QUICK_CASES = [
     Case((2, 4, 8, 16, 16), (2, 2, 2), (2, 2, 2), (0, 0, 0), repeats=2),
     Case((2, 4, 8, 16, 16), (3, 3, 3), (2, 2, 2), (1, 1, 1), repeats=2),

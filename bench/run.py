@@ -1,15 +1,18 @@
 """Benchmarks of pool3d_pass: the kernel, a training step, and the pass itself.
 
-    python -m bench.run            # full run (make bench), 6-8 minutes on 2 cores
-    python -m bench.run --quick    # smoke run (make bench-quick): tiny shapes, one short table, 1-2 minutes
+    python -m bench.run            # full run (make bench)
+    python -m bench.run --quick    # make bench-quick: one speed table, four layers and a training step
     python -m bench.run --json out.json --only user,forward,pool,train,pass,flax
     python -m bench.run --wait-load 1.0     # first wait (up to 10 min) for a quieter machine
     python -m bench.run --table-from bench/results/latest.json   # reprint a stored run
 
-Prints Markdown tables (a smoke run: one table, a row per section: what ran,
-whether the results equal XLA's, its seconds) and writes every figure, with
-the machine it ran on, to JSON (default bench/results/latest.json). Sections
-(one module each):
+Prints Markdown tables (a quick run: one speed table, a row per layer and
+job and one for the training step, against XLA and PyTorch where installed,
+with whether the results equal XLA's; no target verdicts) and writes every
+figure, with the machine it ran on, to JSON (default
+bench/results/latest.json). A quick run's sections are user (four of the
+full run's shapes) and train; others asked for with --only run at smoke
+sizes. Sections (one module each):
 
 1. user_view.py      the user's view per shape: "gradient only" and "forward +
                      gradient", XLA vs pool3d_pass.jit vs PyTorch doing the same
@@ -42,6 +45,7 @@ import time
 
 DEFAULT_JSON = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "latest.json")
 SECTIONS = ("user", "forward", "pool", "train", "pass", "flax")
+QUICK_SECTIONS = ("user", "train")
 
 
 def _log(message: str) -> None:
@@ -50,10 +54,12 @@ def _log(message: str) -> None:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="tiny shapes, 1-2 repeats: a smoke run")
+    parser.add_argument("--quick", action="store_true",
+                        help=f"a speed table of {','.join(QUICK_SECTIONS)} alone, few shapes and repeats, no verdicts")
     parser.add_argument("--json", default=DEFAULT_JSON, help=f"where to write the JSON (default {DEFAULT_JSON})")
-    parser.add_argument("--only", default=",".join(SECTIONS),
-                        help=f"comma-separated sections to run, out of {','.join(SECTIONS)}")
+    parser.add_argument("--only", default=None,
+                        help=f"comma-separated sections to run, out of {','.join(SECTIONS)} (default: all; "
+                             f"with --quick {','.join(QUICK_SECTIONS)})")
     parser.add_argument("--wait-load", type=float, metavar="LOAD",
                         help="before starting, wait (at most --wait-max-s) until the 1-minute load average is below LOAD")
     parser.add_argument("--wait-max-s", type=float, default=600.0)
@@ -67,7 +73,8 @@ def main(argv=None) -> int:
             print(tables.render(json.load(f)))
         return 0
 
-    only = [s.strip() for s in args.only.split(",") if s.strip()]
+    default = QUICK_SECTIONS if args.quick else SECTIONS
+    only = [s.strip() for s in (args.only or ",".join(default)).split(",") if s.strip()]
     unknown = set(only) - set(SECTIONS)
     if unknown:
         parser.error(f"unknown sections {sorted(unknown)}; choose from {SECTIONS}")
@@ -87,10 +94,7 @@ def main(argv=None) -> int:
          f"{result['machine']['cpus_usable']} cpus")
 
     section_s = result["section_wall_s"] = {}
-    # A smoke run names its sections and prints its table; a full run logs every case as it goes.
-    progress = (lambda _: None) if args.quick else _log
-    if args.quick:
-        _log(f"sections: {', '.join(only)}")
+    progress = _log  # every case as it goes (stderr); the tables come at the end (stdout)
     bandwidth = None
     if {"user", "forward", "pool"} & set(only):  # the floor of these sections, measured once
         bandwidth = result["copy_bandwidth"] = timing.copy_bandwidth(repeats=3 if args.quick else 5)
@@ -133,7 +137,7 @@ def main(argv=None) -> int:
 
     result["wall_s"] = time.perf_counter() - started
     result["load_average"]["end"] = [round(v, 2) for v in os.getloadavg()]
-    # A smoke run's tiny shapes say nothing about the targets: its JSON and its tables carry no verdicts.
+    # A quick run's few shapes and repeats judge nothing: its JSON and its tables carry no verdicts.
     result["targets"] = [] if args.quick else tables.targets(result)
     os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
     with open(args.json, "w") as f:

@@ -6,8 +6,8 @@ bench.run --table-from PATH` reprints a stored run exactly.
 
 from __future__ import annotations
 
-# Targets (benchmarks, not tests): name -> threshold. Judged on full runs only: a smoke run's tiny
-# shapes measure the harness, not the kernels (render() prints no verdicts for mode "quick").
+# Targets (benchmarks, not tests): name -> threshold. Judged on full runs only: a quick run's few
+# shapes and repeats judge nothing (render() prints no verdicts for mode "quick").
 USER_VS_XLA = 15.0                 # a layer's job under pool3d_pass.jit >= 15x jax.jit's, both jobs, every shape
 USER_VS_TORCH = 2.0                # a layer's job under pool3d_pass.jit >= 2x PyTorch doing the same job
 RECOMPUTE_VS_XLA_FIRST_SHAPE = 20.0  # the recompute kernel >= 20x XLA's gradient on the first shape
@@ -339,9 +339,11 @@ def targets_table(items: list[dict]) -> list[str]:
                                                   for t in items])
 
 
-SMOKE_NOTE = ("Smoke run (--quick): tiny shapes, which measure call overhead, not the kernels: no ratios "
-              "and no target verdicts (make bench measures and judges them).")
-SMOKE_WIDTH = 100  # every line of a smoke run's output fits this many columns
+QUICK_NOTE = ("Ratios of medians; above 1: pool3d_pass.jit is faster. \"gradient only\" is what jax.grad of a "
+              "loss runs, \"forward + gradient\" what a training step runs for each pooling layer. Whole steps gain "
+              "less than their pools: the convolutions take most of a step. Every shape, section and target: "
+              "make bench.")
+QUICK_WIDTH = 110  # the note's lines
 
 
 def _diffs(checks: dict, *prefixes: str) -> list[float]:
@@ -356,97 +358,76 @@ def _agreement(diffs: list[float], flags: list[bool], bf16_diffs: list[float] = 
         return "equal"
     if any(diffs):
         return f"**differ** (max abs diff {max(diffs):.2g})"
-    return f"f32 equal; bf16 within {max(bf16_diffs):.2g} (the kernels sum in f32)"
+    return f"bf16 within {max(bf16_diffs):.2g} (summed in f32)"
 
 
-def _case_rows(records: list[tuple[str, dict]], prefixes: tuple[str, ...], flags: tuple[str, ...] = ()):
-    """(diffs of f32 cases, diffs of bf16 cases, flags) over (case name, checks) pairs."""
-    f32, bf16, seen = [], [], []
-    for name, checks in records:
-        (bf16 if "bf16" in name else f32).extend(_diffs(checks, *prefixes))
-        seen += [checks[f] for f in flags if f in checks]
-    return f32, bf16, seen
+def _median_ms(stats: dict | None) -> str:
+    if stats is None:
+        return "n/a"
+    return f"{stats['median_ms']:.0f}" if stats["median_ms"] >= 100 else f"{stats['median_ms']:.3g}"
 
 
-def smoke_rows(result: dict) -> list[list[str]]:
-    """One row per section a smoke run ran: what ran, whether pool3d_pass's results equal XLA's, its time.
+def quick_rows(result: dict) -> list[list[str]]:
+    """The speed table of a quick run: a row per layer and job (user view), then the training step.
 
-    Equal means exactly (pool3d_pass promises XLA's results); bf16 gradients of
-    overlapping windows differ by rounding only, the kernels accumulating in
-    f32 where XLA adds in bf16 (docs/contract.md).
+    Columns: each variant's median ms, the ratios of medians, and whether
+    pool3d_pass's results equal XLA's (exactly; bf16 gradients of overlapping
+    windows differ by rounding, the kernels summing in f32: docs/contract.md).
     """
-    wall = result.get("section_wall_s", {})
     rows = []
-
-    def row(key, label, ran, agreement):
-        rows.append([label, ran, agreement, f"{wall[key]:.0f}" if key in wall else "n/a"])
-
-    if result.get("user_view"):
-        cases = result["user_view"]["cases"]
-        jobs = [(c["case"], j["checks"]) for c in cases for j in c["jobs"]]
-        f32, bf16, _ = _case_rows(jobs, ("pool3d_", "recompute_"))
-        row("user", "user's view", f"{len(cases)} shapes, {len(jobs)} jobs",
-            _agreement(f32, [], bf16))
-    if result.get("forward"):
-        cases = result["forward"]["cases"]
-        f32, bf16, flags = _case_rows([(c["case"], c["checks"]) for c in cases], ("pool3d_",),
-                                      ("pool3d_y_bit_identical_to_xla", "pool3d_output_bit_identical_to_xla",
-                                       "inference_bit_identical_to_xla"))
-        row("forward", "forward", f"{len(cases)} shapes", _agreement(f32 + bf16, flags))
-    if result.get("pool_backward"):
-        cases = result["pool_backward"]["cases"]
-        f32, bf16, _ = _case_rows([(c["case"], c["checks"]) for c in cases], ("rewritten_", "kernel_", "from_"))
-        row("pool", "backward kernels", f"{len(cases)} shapes", _agreement(f32, [], bf16))
-    if result.get("train_step"):
-        t = result["train_step"]
-        row("train", "training step", f"{t['rewritten_kernel_calls']} kernel calls",
-            _agreement([t["loss_abs_diff"], t["updated_params_max_abs_diff"]], [t["same_loss"]]))
-    if result.get("pass_speed"):
-        ps = result["pass_speed"]
-        modules = [ps["unet"], *ps["synthetic"]["scales"]]
-        found = sum(m["select_and_scatter"] for m in modules)
-        rewritten = sum(m["rewritten"] for m in modules)
-        row("pass", "pass", f"{len(modules)} modules",
-            f"{rewritten} of {found} gradients rewritten" if rewritten == found else
-            f"**{rewritten} of {found} gradients rewritten**")
-    if result.get("flax_c3d"):
-        precisions = result["flax_c3d"]["precisions"]
-        diffs = [p["train"]["updated_params_max_abs_diff"] for p in precisions]
-        flags = [p["train"]["same_loss"] for p in precisions] + [p["inference"]["logits_bit_identical"]
-                                                                 for p in precisions]
-        row("flax", "Flax C3D", ", ".join(p["precision"] for p in precisions),
-            _agreement(diffs, flags))
+    for case in (result.get("user_view") or {}).get("cases", []):
+        for job in case["jobs"]:
+            ms, ratios = job["ms"], job["ratios_of_median"]
+            diffs = _diffs(job["checks"], "pool3d_")
+            bf16 = "bf16" in case["case"]
+            rows.append([case["case"], job["job"], _median_ms(ms["xla"]), _median_ms(ms["pool3d"]),
+                         _median_ms(ms.get("torch")), _x(ratios.get("xla_vs_pool3d")), _x(ratios.get("torch_vs_pool3d")),
+                         _agreement([] if bf16 else diffs, [], diffs if bf16 else [])])
+    step = result.get("train_step")
+    if step:
+        ms = step["ms"]
+        shape = ",".join(map(str, step["input_shape"]))
+        rows.append([f"training step, 3-D CNN ({shape})", "conv + pool, gradients, SGD", _median_ms(ms["jax_jit"]),
+                     _median_ms(ms["pool3d_pass_jit"]), "n/a", _x(step["speedup_of_median"]), "n/a",
+                     _agreement([step["loss_abs_diff"], step["updated_params_max_abs_diff"]], [step["same_loss"]])])
     return rows
 
 
-def smoke_lines(result: dict) -> list[str]:
-    """A smoke run's whole output: the machine, one table (section, what ran, results, time), the note."""
+def quick_lines(result: dict) -> list[str]:
+    """A quick run's output: the machine, the speed table, the note; other sections asked for, as in a full run."""
     import textwrap
 
     m = result["machine"]
-    lines = [f"Smoke run on {m['cpu_model']}, {m['cpus_usable']} cpus; python {m['python']}, jax {m['jax']}, "
-             f"torch {m['torch']}", f"{m['date']}: {result['wall_s']:.0f} s in all", ""]
-    lines += _table(["section", "ran", "results: pool3d_pass vs XLA", "s"], smoke_rows(result))
-    lines += ["", *textwrap.wrap(SMOKE_NOTE, SMOKE_WIDTH)]
+    torch = m.get("torch")
+    lines = [f"Quick run on {m['cpu_model']}, {m['cpus_usable']} cpus; python {m['python']}, jax {m['jax']}, "
+             f"torch {torch or 'not installed (make bench-quick TORCH=1)'}; {m['date']}, {result['wall_s']:.0f} s", "",
+             "Median ms of interleaved runs:", ""]
+    lines += _table(["layer", "job", "XLA", "pool3d_pass.jit", "PyTorch", "XLA / pool3d_pass.jit",
+                     "PyTorch / pool3d_pass.jit", "results vs XLA"], quick_rows(result))
+    lines += ["", *textwrap.wrap(QUICK_NOTE, QUICK_WIDTH)]
     return lines
 
 
 def render(result: dict) -> str:
-    if result.get("mode") == "quick":
-        return "\n".join(smoke_lines(result))
+    """A full run's tables and target verdicts; a quick run's speed table (quick_lines), then the tables of any
+    other section it ran, without verdicts."""
+    quick = result.get("mode") == "quick"
     m = result["machine"]
     bw = result.get("copy_bandwidth")
-    lines = [f"Machine: {m['cpu_model']}, {m['cpus_usable']} cpus usable, {m['memory_gib']} GiB; "
-             f"python {m['python']}, jax {m['jax']}, jaxlib {m['jaxlib']}, torch {m['torch']}; "
-             f"{m['date']}; mode {result['mode']}, {result['wall_s']:.0f} s"]
-    if bw:
-        lines.append(f"Copy bandwidth (floor): {bw['gb_per_s']:.3g} GB/s read+write ({bw['method']})")
-    if result.get("load_average") is not None:
-        la = result["load_average"]
-        lines.append(f"Load average (1, 5, 15 min) at start {la['start']}, at end {la.get('end')}")
+    if quick:
+        lines = quick_lines(result) if result.get("user_view") or result.get("train_step") else []
+    else:
+        lines = [f"Machine: {m['cpu_model']}, {m['cpus_usable']} cpus usable, {m['memory_gib']} GiB; "
+                 f"python {m['python']}, jax {m['jax']}, jaxlib {m['jaxlib']}, torch {m['torch']}; "
+                 f"{m['date']}; mode {result['mode']}, {result['wall_s']:.0f} s"]
+        if bw:
+            lines.append(f"Copy bandwidth (floor): {bw['gb_per_s']:.3g} GB/s read+write ({bw['method']})")
+        if result.get("load_average") is not None:
+            la = result["load_average"]
+            lines.append(f"Load average (1, 5, 15 min) at start {la['start']}, at end {la.get('end')}")
     # Runs stored before the user-view sections existed number their sections from 1 with the kernels.
     number = iter(range(1, 10))
-    if result.get("user_view"):
+    if result.get("user_view") and not quick:
         lines += ["", f"### {next(number)}. The user's view: one pooling layer's jobs (ms: min (median); "
                   "ratios: of mins (of medians))", ""]
         lines += user_table(result["user_view"])
@@ -457,7 +438,7 @@ def render(result: dict) -> str:
         lines += ["", f"### {next(number)}. Max-pool backward kernels alone (ms: min (median); ratios of min times)",
                   ""]
         lines += pool_table(result["pool_backward"])
-    if result.get("train_step"):
+    if result.get("train_step") and not quick:
         lines += ["", f"### {next(number)}. 3-D CNN training step (ms: min (median))", ""]
         lines += train_table(result["train_step"])
     if result.get("pass_speed"):
@@ -467,7 +448,7 @@ def render(result: dict) -> str:
         lines += ["", f"### {next(number)}. Flax C3D-style model, NDHWC: train and inference steps "
                   "(ms: min (median); ratios: of mins (of medians))", ""]
         lines += flax_table(result["flax_c3d"])
-    items = targets(result)
+    items = [] if quick else targets(result)
     if items:
         lines += ["", "### Targets", ""] + targets_table(items)
     return "\n".join(lines)

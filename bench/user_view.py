@@ -171,7 +171,7 @@ def run(quick: bool, bandwidth_gb_s: float | None = None, log=print) -> dict:
     if torch is not None:
         torch.set_num_threads(os.cpu_count() or 1)
     results = []
-    for case in cases.QUICK_CASES if quick else cases.FULL_CASES:
+    for case in cases.QUICK_TABLE_CASES if quick else cases.FULL_CASES:
         log(f"  user view: {case.name}")
         results.append(run_case(case, bandwidth_gb_s=bandwidth_gb_s))
     return {

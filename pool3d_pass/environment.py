@@ -42,7 +42,8 @@ VARIABLES = {
     CPU_THREADS: ("the CPU kernels' thread count (> 0)", None, "the C++ kernels, at every call"),
     POISON_SCRATCH: ("1: the CPU kernels fill new scratch with NaN bytes (make sanitize)", None,
                      "the C++ kernels"),
-    BUILD_CUDA: ("0: build without the CUDA kernels", None, "the build (bindings/gpu/cuda/build.py)"),
+    BUILD_CUDA: ("1: build the CUDA kernels where no GPU driver is present too; 0: never (default: only where "
+                 "one is)", None, "the build (bindings/gpu/cuda/build.py)"),
     REQUIRE_CUDA: ("1: a build without the CUDA kernels fails (a release build: make wheel)", None,
                    "the build (bindings/gpu/cuda/build.py)"),
     FFI_INCLUDE: ("a jaxlib include/ folder to compile the kernels against", None, "the build (CMakeLists.txt)"),

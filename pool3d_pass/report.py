@@ -12,6 +12,7 @@ class Miss:
     location: str
     reason: str
     subject: str = "max-pool gradient"
+    speed_rule: bool = False  # left by strategy auto's rule of where the kernels pay, not for a limit
 
     def remark(self) -> str:
         return f"{self.location}: remark: {self.subject} not rewritten: {self.reason}"
@@ -40,7 +41,8 @@ FORWARDS = (FORWARD_ALONE, FORWARD_OF_GRADIENT)
 class RewriteReport:
     """Counts of one pass run, and its events (a Rewrite or a Miss each, in the order met).
 
-    Three kinds of event, each counted on its own line of `str(report)`:
+    Three kinds of event, each counted on its own line of the summary (`lines()`,
+    what `pool3d-opt --stats` prints; `str(report)` adds a remark per event):
 
     * select_and_scatter ops (`candidates`): each is rewritten or missed, so
       `candidates == rewritten + gradients_missed`;
@@ -135,4 +137,5 @@ class RewriteReport:
         return "; ".join(line.removeprefix("pool3d: ") for line in self.lines())
 
     def __str__(self) -> str:
-        return "\n".join(self.lines())
+        """The summary (`lines()`), then a remark per event (`remarks()`): where, and what was done or why not."""
+        return "\n".join(self.lines() + self.remarks())

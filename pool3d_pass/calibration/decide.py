@@ -106,7 +106,8 @@ def speed_decision(entry: dict) -> Decision:
     figure = timing.describe(verdict)
     if verdict["rewrite"]:
         return Decision(True, _when(entry), figure=figure)
-    return Decision(False, _when(entry), f"XLA as fast or faster, or within the spread: XLA time / kernel time {figure}")
+    return Decision(False, _when(entry), f"XLA as fast or faster, or within the spread: XLA time / kernel time {figure}",
+                    speed=True)
 
 
 class Decider:
@@ -191,7 +192,7 @@ class Decider:
             return Decision(True, f"the {self.binding.platform} binding (no speed figures to weigh: its kernels are "
                                   "used wherever they run)")
         return Decision(prior.rewrite, prior.source, "" if prior.rewrite else prior.reason,
-                        figure=prior.reason if prior.rewrite and not prior.settled else "")
+                        figure=prior.reason if prior.rewrite and not prior.settled else "", speed=not prior.rewrite)
 
     def _calibrate_if_needed(self, request: Request, numerics_wanted: bool, speed_wanted: bool) -> Decision | None:
         """Measure this class (and the module's others) where it has no verdict; a refusal where it cannot."""
@@ -276,7 +277,7 @@ def calibrate(decider: Decider, requests: list[Request]) -> dict:
             _this_process[store.path(device, subject).name] = Decision(
                 False, "the calibration budget",
                 f"no verdict for this class on this machine, and this process's calibration budget "
-                f"({modes.budget_s():.0f} s) is spent")
+                f"({modes.budget_s():.0f} s) is spent", speed=True)  # said once, below
         _say_once(logging.WARNING, f"the calibration budget of {modes.budget_s():.0f} s is spent in this process; "
                                    "classes without a verdict stay the platform compiler's (raise "
                                    "POOL3D_CALIBRATION_BUDGET_S, or run `python -m pool3d_pass calibrate` ahead)")

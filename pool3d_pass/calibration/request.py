@@ -35,6 +35,7 @@ class Decision:
     source: str
     detail: str = ""
     figure: str = ""  # a short figure for a rewrite's remark ("1.84x +- 0.05")
+    speed: bool = False  # a refusal weighing speed alone (a verdict, the prior, the budget): a remark, no warning
 
     def note(self) -> str:
         """For a rewrite's remark: "decided by <source>[: <figure>]"."""

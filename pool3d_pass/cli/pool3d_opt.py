@@ -9,11 +9,16 @@ Bad input never produces a traceback or a partial output file: the error is
 one line, `file:line:col: error: message` where the place is known, and the
 exit status is 1. `-o` replaces a regular file atomically (temporary file, then
 rename); a device or FIFO such as /dev/null is written into, never replaced.
+Without jax/jaxlib (what the pass is built on) the error is one line too, so
+this module imports nothing of them before `main` has checked; `--version`
+works without them.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
+import importlib.util
 import os
 import re
 import stat
@@ -21,11 +26,9 @@ import sys
 import tempfile
 from dataclasses import dataclass
 
-from pool3d_pass import safe_parse
-from pool3d_pass.cli.pipeline import DEFAULT_PIPELINE, build_pass_manager
-from pool3d_pass.options import BOOLEAN, NEUTRAL, SETTING_SPECS, PassOptions, command_flags
+from pool3d_pass import jax_compat, safe_parse
+from pool3d_pass.options import BOOLEAN, NEUTRAL, SETTING_SPECS, PassOptions, command_flags, targets
 from pool3d_pass.report import RewriteReport
-from pool3d_pass.rewriting import targets
 
 SPLIT_MARKER = re.compile(r"^// -----\s*$", re.MULTILINE)
 PROG = "pool3d-opt"
@@ -41,7 +44,41 @@ class Chunk:
     first_line: int  # 1-based line of the chunk in the input
 
 
+def _installed(distribution: str) -> str | None:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def version() -> str:
+    """What `--version` prints: this package's version, and the JAX it runs on (read without importing it)."""
+    jax, jaxlib = _installed("jax"), _installed("jaxlib")
+    found = f"jax {jax}, jaxlib {jaxlib}" if jax and jaxlib else "jax and jaxlib are not both installed"
+    return (f"{PROG} (pool3d_pass {_installed('pool3d_pass') or 'not installed as a distribution'}); {found}; "
+            f"supported {jax_compat.supported_range_text()}")
+
+
+def missing_dependencies() -> str | None:
+    """Why the pass cannot run here (jax, jaxlib or numpy not installed), or None."""
+    missing = []
+    for name in ("jax", "jaxlib", "numpy"):
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            missing.append(name)
+    if not missing:
+        return None
+    supported = jax_compat.supported_range_text()
+    return (f"{' and '.join(missing)} not installed: pool3d_pass needs jax and jaxlib ({supported}) and numpy; "
+            f"install them first, e.g. pip install 'jax{supported}'")
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    from pool3d_pass.cli.pipeline import DEFAULT_PIPELINE
+
     parser = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
     parser.add_argument("input", nargs="?", default="-", help="input file, or - for stdin (default)")
     parser.add_argument("-o", dest="output", default="-", help="output file, or - for stdout (default)")
@@ -69,6 +106,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
             parser.add_argument(flag, dest=name, default=None, choices=list(spec["words"]),
                                 help=f"{spec['help']} (default: {default})")
     parser.add_argument("--print-debuginfo", action="store_true", help="print op locations")
+    parser.add_argument("--version", action="version", version=version(),
+                        help="print pool3d_pass's version and the JAX it runs on")
     return parser.parse_args(argv)
 
 
@@ -147,6 +186,8 @@ def process_chunk(chunk: Chunk, options: PassOptions, args: argparse.Namespace, 
         except safe_parse.ParseFailure as error:
             raise UserError(f"{name}: error: {_one_line(str(error))}") from None
         try:
+            from pool3d_pass.cli.pipeline import build_pass_manager
+
             pm = build_pass_manager(args.pass_pipeline, options=options, on_report=report.merge)
         except ImportError as error:
             raise UserError(f"{PROG}: error: {error}") from None
@@ -223,7 +264,7 @@ def run(args: argparse.Namespace) -> int:
         for line in report.remarks():
             print(line, file=sys.stderr)
     if args.stats:
-        print(report, file=sys.stderr)
+        print("\n".join(report.lines()), file=sys.stderr)
     if options.target == "neuron":
         from pool3d_pass.bindings.neuron import artifact_remark
 
@@ -253,6 +294,14 @@ def _quiet_xla_info_logs() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if "--version" in argv:  # before anything that needs JAX
+        print(version())
+        return 0
+    missing = missing_dependencies()
+    if missing is not None:
+        print(f"{PROG}: error: {missing}", file=sys.stderr)
+        return 1
     _quiet_xla_info_logs()
     # Input may nest up to safe_parse.MAX_NESTING levels, and the pass walks
     # some of it (a location's frames) recursively in Python, on the worker
@@ -262,6 +311,9 @@ def main(argv: list[str] | None = None) -> int:
         return run(parse_args(argv))
     except UserError as error:
         print(error, file=sys.stderr)
+        return 1
+    except ImportError as error:  # a piece of jaxlib the pass needs (an unsupported jaxlib): one line
+        print(f"{PROG}: error: {error}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)

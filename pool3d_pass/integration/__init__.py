@@ -14,9 +14,10 @@
 
 Modules compiled for a platform with a binding (`pool3d_pass.bindings.registry`)
 are rewritten; the others compile unchanged. Every compile that meets a
-max-pool gradient logs at INFO on logger "pool3d_pass" what was
-rewritten and what was missed, with reasons. How it hooks into JAX, and which
-JAX internals it relies on: docs/jax_integration.md.
+max-pool gradient logs at INFO on logger "pool3d_pass" what was rewritten and
+what a speed rule left to XLA, and one WARNING naming every gradient left for
+any other reason, with locations and reasons (module_rewrite.py). How it hooks
+into JAX, and which JAX internals it relies on: docs/jax_integration.md.
 """
 
 from __future__ import annotations

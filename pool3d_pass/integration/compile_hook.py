@@ -71,14 +71,19 @@ def install() -> None:
                 return original(backend, computation, devices, *args, **kwargs)
             # The lowerings spliced in, referenced by this frame until the compile below returns.
             spliced: list = []
+            on_report = routing.report_slot()  # a pool3d_pass.jit object's `last_report`, or None
             rewritten = module_rewrite.rewrite_for_platform(
-                computation, backend.platform, devices=devices, options=options, spliced=spliced)
+                computation, backend.platform, devices=devices, options=options, spliced=spliced, on_report=on_report)
             if rewritten is computation:
                 return original(backend, computation, devices, *args, **kwargs)
             try:
                 return original(backend, rewritten, devices, *args, **kwargs)
             except Exception as error:  # noqa: BLE001 -- any failure: compile the original
                 module_rewrite.compile_failed(computation, backend.platform, devices, options, error)
+                if on_report is not None:
+                    on_report(module_rewrite.unchanged_report(
+                        computation, f"XLA failed to compile the rewritten module ({type(error).__name__}); "
+                                     "the original was compiled"))
             return original(backend, computation, devices, *args, **kwargs)
 
         setattr(compile_or_get_cached, HOOK_MARKER, True)

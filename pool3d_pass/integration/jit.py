@@ -11,8 +11,10 @@
 Compiles started by `__call__`, by `.lower(...).compile()` and by
 `.trace(...).lower().compile()` run in a `routing.scope(options)` (the
 `PassOptions` made, and checked, from the settings given when `jit` is
-called), which the compile hook sees. While the user's function is being traced the scope is
-reset, so eager computations inside it follow the process-wide switch.
+called), which the compile hook sees, and report to the object's own
+`routing.ReportSlot` (`last_report`: the `RewriteReport` of its last compile). While
+the user's function is being traced the scope and the slot are reset, so
+eager computations inside it follow the process-wide switch and report nowhere.
 """
 
 from __future__ import annotations
@@ -41,10 +43,12 @@ class RewritingLowered(stages.Lowered):
     """
 
     __slots__ = ()
-    options: PassOptions | None = None  # a class attribute (no new slot: instances are recast by `__class__`)
+    # Class attributes (no new slot: instances are recast by `__class__`), set per `Jitted` (`_stage_class`).
+    options: PassOptions | None = None
+    reports: routing.ReportSlot | None = None
 
     def compile(self, *args: Any, **kwargs: Any) -> stages.Compiled:
-        with routing.scope(self.options):
+        with routing.scope(self.options, self.reports):
             return super().compile(*args, **kwargs)
 
 
@@ -53,24 +57,23 @@ class RewritingTraced(stages.Traced):
 
     __slots__ = ()
     options: PassOptions | None = None
+    reports: routing.ReportSlot | None = None
+    lowered_class: type = RewritingLowered
 
     def lower(self, *args: Any, **kwargs: Any) -> RewritingLowered:
-        with routing.scope(self.options):
-            return _recast(super().lower(*args, **kwargs), RewritingLowered, self.options)
+        with routing.scope(self.options, self.reports):
+            return _recast(super().lower(*args, **kwargs), self.lowered_class)
 
 
-@functools.cache
-def _with_options(cls: type, options: PassOptions) -> type:
-    """`cls`, or its subclass (same slots) that rewrites with `options`."""
-    if options == cls.options:
-        return cls
-    return type(cls.__name__, (cls,), {"__slots__": (), "options": options, "__module__": cls.__module__})
+def _stage_class(cls: type, **attributes: Any) -> type:
+    """A subclass of `cls` (same slots) with `attributes` as class attributes: one per `Jitted`."""
+    return type(cls.__name__, (cls,), {"__slots__": (), "__module__": cls.__module__, **attributes})
 
 
-def _recast(stage: Any, cls: type, options: PassOptions) -> Any:
-    """A shallow copy of `stage` as an instance of `cls` (a subclass, same slots) rewriting with `options`."""
+def _recast(stage: Any, cls: type) -> Any:
+    """A shallow copy of `stage` as an instance of `cls` (a subclass of its class, same slots)."""
     recast = copy.copy(stage)
-    recast.__class__ = _with_options(cls, options)
+    recast.__class__ = cls
     return recast
 
 
@@ -81,11 +84,16 @@ class Jitted:
         import jax
 
         self._options = options
+        self._reports = routing.ReportSlot()
+        lowered = _stage_class(RewritingLowered, options=options, reports=self._reports)
+        self._lowered_class = lowered
+        self._traced_class = _stage_class(RewritingTraced, options=options, reports=self._reports,
+                                          lowered_class=lowered)
         compile_hook.install()
 
         @functools.wraps(fun)
         def traced_body(*args: Any, **kwargs: Any) -> Any:
-            # Runs at trace time: eager work inside `fun` follows the switch.
+            # Runs at trace time: eager work inside `fun` follows the switch, and is no compile of this object's.
             with routing.scope(None):
                 return fun(*args, **kwargs)
 
@@ -93,17 +101,24 @@ class Jitted:
         self._jitted = jax.jit(traced_body, **jit_kwargs)
         functools.update_wrapper(self, fun)
 
+    @property
+    def last_report(self):
+        """The `RewriteReport` of this object's last compile (None before the first): what was rewritten, what
+        was missed and why, each with its location; `print()` it. A call that reuses a compiled program leaves
+        it as it was."""
+        return self._reports.report
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        with routing.scope(self._options):
+        with routing.scope(self._options, self._reports):
             return self._jitted(*args, **kwargs)
 
     def lower(self, *args: Any, **kwargs: Any) -> RewritingLowered:
-        with routing.scope(self._options):
-            return _recast(self._jitted.lower(*args, **kwargs), RewritingLowered, self._options)
+        with routing.scope(self._options, self._reports):
+            return _recast(self._jitted.lower(*args, **kwargs), self._lowered_class)
 
     def trace(self, *args: Any, **kwargs: Any) -> RewritingTraced:
-        with routing.scope(self._options):
-            return _recast(self._jitted.trace(*args, **kwargs), RewritingTraced, self._options)
+        with routing.scope(self._options, self._reports):
+            return _recast(self._jitted.trace(*args, **kwargs), self._traced_class)
 
     def __getattr__(self, name: str) -> Any:
         # eval_shape, clear_cache, ...: jax.jit's own.

@@ -6,7 +6,7 @@ This is the policy around the pass (`rewriting.rewrite`):
   has the forward-output call, a `stablehlo.reduce_window`): return the very
   same object, uncopied (a program without pooling compiles exactly as before);
 * a platform with no binding (`pool3d_pass.bindings.registry`): same object,
-  and an INFO line saying the candidates were left alone;
+  and a WARNING saying the candidates were left alone;
 * a program compiled for several devices gets the binding's partitionable
   version, laid over the program's own mesh (`device_mesh.py`); a bare custom
   call would make XLA all-gather its operands;
@@ -14,6 +14,13 @@ This is the policy around the pass (`rewriting.rewrite`):
   binding spliced in (the module passed in is JAX's cached lowering, shared
   with plain `jax.jit`), log the report, and return the copy, or the original
   when nothing was rewritten;
+* the log: what was rewritten, and what strategy `auto`'s speed rule left to
+  XLA, at INFO (DEBUG for a pooling primitive JAX compiles on its own to run
+  it eagerly, as Flax's `init` does: a line per pool there says nothing);
+  gradients left for any other reason (a dtype, a window the kernels do not
+  take, no binding) in ONE WARNING per compiled program, with each one's
+  location and reason: with Python's default logging a user still learns
+  why nothing got faster;
 * if registration or the rewrite fails, log a warning (with the saved input
   module and the `pool3d-opt` command reproducing the rewrite) and return the
   original: a failed acceleration never breaks the user's compile. If XLA
@@ -34,12 +41,17 @@ from pool3d_pass.bindings.registry import binding_for
 from pool3d_pass.contract import FORWARD_OUTPUT
 from pool3d_pass.integration.device_mesh import program_mesh
 from pool3d_pass.options import PassOptions, command_flags
+from pool3d_pass.report import FORWARDS, NEUTRAL_CALL, Miss, RewriteReport
 from pool3d_pass.rewriting import rewrite
 
 logger = logging.getLogger("pool3d_pass")
 
 SELECT_AND_SCATTER = "stablehlo.select_and_scatter"
 POOLING_OPS = (SELECT_AND_SCATTER, "stablehlo.reduce_window")
+# The modules of pooling primitives run eagerly: JAX compiles each as `jit(<primitive>)`
+# (jax._src.dispatch.xla_primitive_callable names its function after the primitive).
+EAGER_POOLING = frozenset(f"jit_{name}" for name in (
+    "reduce_window_max", "reduce_window", "select_and_scatter_add", "select_and_gather_add"))
 
 
 def module_name(module: ir.Module) -> str:
@@ -104,8 +116,42 @@ def compile_failed(module: ir.Module, platform: str, devices, options: PassOptio
         reason, reproducer(module, platform, options, devices))
 
 
+def unchanged_report(module: ir.Module, reason: str) -> RewriteReport:
+    """The report of a compile that left `module` as it was: each select_and_scatter missed for `reason`
+    (located at the module: no pass run read the ops' own locations)."""
+    report = RewriteReport(candidates=count_select_and_scatter(module))
+    for _ in range(report.candidates):
+        report.add(Miss(module_name(module), reason))
+    return report
+
+
+def _is_gradient(miss: Miss) -> bool:
+    return miss.subject not in (NEUTRAL_CALL, *FORWARDS)
+
+
+def log_report(name: str, platform: str, report: RewriteReport, *, per_rewrite: bool = False) -> None:
+    """The log of one compile's rewrite (see the module docstring): INFO (DEBUG for an eager primitive), and
+    one WARNING naming every gradient left for a reason other than `auto`'s speed rule."""
+    level = logging.DEBUG if name in EAGER_POOLING else logging.INFO
+    if report.candidates or report.events:
+        logger.log(level, "%s (%s): %s", name, platform, report.one_line())
+    if per_rewrite:  # how each call runs on the devices: partitioned, or per shard (rewriting/remarks.py)
+        for done in report.rewrites:
+            logger.log(level, "%s (%s): %s", name, platform, done.remark())
+    unexplained = [miss for miss in report.missed if _is_gradient(miss) and not miss.speed_rule]
+    for miss in report.missed:
+        if miss not in unexplained:
+            logger.log(level, "%s (%s): %s not rewritten at %s: %s", name, platform, miss.subject,
+                       miss.location, miss.reason)
+    if unexplained:
+        lines = "".join(f"\n  {miss.subject} not rewritten at {miss.location}: {miss.reason}" for miss in unexplained)
+        logger.warning("%s (%s): pool3d_pass did not rewrite %d of %d max-pool gradient(s); XLA's "
+                       "select_and_scatter runs them:%s", name, platform, len(unexplained), report.candidates, lines)
+
+
 def rewrite_for_platform(
-    module: ir.Module, platform: str, devices=None, options: PassOptions | None = None, spliced: list | None = None
+    module: ir.Module, platform: str, devices=None, options: PassOptions | None = None, spliced: list | None = None,
+    on_report=None,
 ) -> ir.Module:
     """The module to compile for `platform` on `devices`: `module` itself, or a rewritten copy.
 
@@ -114,21 +160,28 @@ def rewrite_for_platform(
     `options` (`routing.options()`: the settings asked for; None: the defaults) get this compile's
     target and mesh. `spliced`: receives the binding lowerings spliced in
     (`rewriting.rewrite`); the caller holds it while XLA compiles the result.
+    `on_report`: called with this compile's `RewriteReport` (`pool3d_pass.jit`'s
+    `last_report`), where the module held pooling.
     """
     options = PassOptions() if options is None else options
     name = module_name(module)
+
+    def left(reason: str) -> ir.Module:
+        report = unchanged_report(module, reason)
+        log_report(name, platform, report)
+        if on_report is not None:
+            on_report(report)
+        return module
+
     binding = binding_for(platform)
     if binding is None:
-        candidates = count_select_and_scatter(module)
-        if candidates:
-            logger.info(
-                "%s (%s): no pool3d binding for platform %r; left %d select_and_scatter "
-                "unchanged", name, platform, platform, candidates)
-        return module
+        return left(f"no pool3d binding for platform '{platform}'; nothing is rewritten there")
     # inference max pools too, where the binding has their call (rewriting/inference.py)
     candidates = POOLING_OPS if binding.implements(FORWARD_OUTPUT) else (SELECT_AND_SCATTER,)
     if not count_ops(module, candidates, stop_at_first=True):
         logger.debug("%s (%s): no pooling, compiled unchanged", name, platform)
+        if on_report is not None:
+            on_report(RewriteReport())
         return module
 
     try:
@@ -137,32 +190,29 @@ def rewrite_for_platform(
         logger.warning(
             "%s (%s): pool3d kernel binding unavailable, compiled unchanged: %s: %s",
             name, platform, type(error).__name__, error)
+        if on_report is not None:
+            on_report(unchanged_report(module, f"the {platform} binding is unavailable: {error}"))
         return module
 
     mesh = None
     if devices is not None and np.size(devices) > 1:
         mesh = program_mesh(module, devices)
         if mesh is None:
-            logger.info(
-                "%s (%s): compiled for %d devices on a mesh pool3d cannot read; left the "
-                "select_and_scatter unchanged", name, platform, np.size(devices))
-            return module
+            return left(f"compiled for {np.size(devices)} devices on a mesh pool3d cannot read")
 
     copy = copy_module(module)
     try:
         report = rewrite(copy, options.replace(target=platform, mesh=mesh), binding=binding, spliced=spliced)
         copy.operation.verify()
-    except Exception:  # noqa: BLE001 -- see the module docstring
+    except Exception as error:  # noqa: BLE001 -- see the module docstring
         logger.warning(
             "%s (%s): pool3d_pass.rewrite failed, compiled unchanged. Reproduce with: %s",
             name, platform, reproducer(module, platform, options, devices), exc_info=True)
+        if on_report is not None:
+            on_report(unchanged_report(module, f"pool3d_pass.rewrite failed ({type(error).__name__}: {error})"))
         return module
 
-    if report.candidates or report.events:
-        logger.info("%s (%s): %s", name, platform, report.one_line())
-    if mesh is not None:  # how each call runs on the devices: partitioned, or per shard (rewriting/remarks.py)
-        for done in report.rewrites:
-            logger.info("%s (%s): %s", name, platform, done.remark())
-    for miss in report.missed:
-        logger.info("%s (%s): %s not rewritten at %s: %s", name, platform, miss.subject, miss.location, miss.reason)
+    log_report(name, platform, report, per_rewrite=mesh is not None)
+    if on_report is not None:
+        on_report(report)
     return copy if report.rewritten or report.forward_alone else module

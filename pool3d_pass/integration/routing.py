@@ -33,12 +33,25 @@ from collections.abc import Iterator
 
 from pool3d_pass.options import PassOptions
 
-# The package's one context variable. Options: rewrite with them (inside a pool3d_pass.jit
-# compile); None: follow the switch. A context variable because JAX calls the compile hook
-# deep inside `jax.jit` with no argument of ours: the scope set around a pool3d_pass.jit call
-# must reach that hook in the same thread or task and no other. What the rewrite itself needs
-# (options, then the binding's settings) is passed on as arguments from the hook down.
-_scope: contextvars.ContextVar[PassOptions | None] = contextvars.ContextVar(
+class ReportSlot:
+    """Where a `pool3d_pass.jit` object keeps the `RewriteReport` of its last compile (`last_report`)."""
+
+    __slots__ = ("report",)
+
+    def __init__(self) -> None:
+        self.report = None
+
+    def __call__(self, report) -> None:
+        self.report = report
+
+
+# The package's one context variable. (options, report slot): rewrite with the options (inside
+# a pool3d_pass.jit compile) and hand the report to the slot (or to none); None: follow the
+# switch, report nowhere. A context variable because JAX calls the compile hook deep inside
+# `jax.jit` with no argument of ours: the scope set around a pool3d_pass.jit call must reach
+# that hook in the same thread or task and no other. What the rewrite itself needs (options,
+# then the binding's settings) is passed on as arguments from the hook down.
+_scope: contextvars.ContextVar[tuple[PassOptions, ReportSlot | None] | None] = contextvars.ContextVar(
     "pool3d_pass_scope", default=None
 )
 _switch_lock = threading.Lock()
@@ -81,7 +94,7 @@ def options() -> PassOptions | None:
     """The options a compile starting now, in this context, is rewritten with; None: not rewritten."""
     scoped = _scope.get()
     if scoped is not None:
-        return scoped
+        return scoped[0]
     state = _switch_state
     if state is not None and state is not False:
         # The value this thread's JAX cache keys carry (the switch, read once).
@@ -130,10 +143,17 @@ def set_enabled(value: bool, options: PassOptions | None = None) -> bool:
     return previous
 
 
+def report_slot() -> ReportSlot | None:
+    """Where the report of a compile starting now, in this context, goes (a pool3d_pass.jit object's), or None."""
+    scoped = _scope.get()
+    return None if scoped is None else scoped[1]
+
+
 @contextlib.contextmanager
-def scope(rewrite: PassOptions | None) -> Iterator[None]:
-    """Within the block, compiles in this context are rewritten with options `rewrite`, or follow the switch (None)."""
-    token = _scope.set(rewrite)
+def scope(rewrite: PassOptions | None, reports: ReportSlot | None = None) -> Iterator[None]:
+    """Within the block, compiles in this context are rewritten with options `rewrite` and report to `reports`,
+    or follow the switch and report nowhere (None)."""
+    token = _scope.set(None if rewrite is None else (rewrite, reports))
     try:
         yield
     finally:

@@ -54,8 +54,10 @@ from pool3d_pass.rewriting.strategy import (
     FORWARD_REPLACED,
     FUSED,
     Plan,
+    SpeedRule,
     StrategyChooser,
     binding_refusal,
+    refusal_of,
 )
 from pool3d_pass.splicing import PerShardCode, emitter
 
@@ -107,7 +109,8 @@ class PassRun:
             forward = find_forward(match)
             plan = self.chooser.plan(match, has_forward=forward is not None)
         except NoMatch as reason:
-            self.report.add(Miss(format_location(op.location, self.options.filename), str(reason)))
+            self.report.add(Miss(format_location(op.location, self.options.filename), str(reason),
+                                 speed_rule=isinstance(reason, SpeedRule)))
             self.unrewritten_gradients.append(op)
             return _NO_MATCH
 
@@ -155,9 +158,9 @@ class PassRun:
             # numerics on this device; under auto, where the kernel pays (calibration/decide.py)
             decision = self.chooser.decide_forward_alone(pool)
             if not decision.rewrite:
-                raise NoMatch(f"{self.options.target} binding: {decision.reason()}")
+                raise refusal_of(self.options.target, decision)
         except NoMatch as reason:
-            self.report.add(Miss(location, str(reason), subject))
+            self.report.add(Miss(location, str(reason), subject, speed_rule=isinstance(reason, SpeedRule)))
             return _NO_MATCH
         replace_with_forward_output(pool, self.emit)
         self.report.forward_alone += 1

@@ -36,8 +36,7 @@ from pool3d_pass.ir.ops import defining_op, op_name
 from pool3d_pass.matching import NoMatch, PoolGradient, match_pool_gradient
 from pool3d_pass.matching.forward import find_forward
 from pool3d_pass.matching.forward_pool import is_max_pool, match_forward_pool
-from pool3d_pass.options import BindingSettings
-from pool3d_pass.options import AUTO, INDICES, RECOMPUTE, PassOptions
+from pool3d_pass.options import AUTO, INDICES, RECOMPUTE, BindingSettings, PassOptions
 
 # Plan kinds (how one gradient is replaced); RECOMPUTE is the fourth.
 FORWARD_REPLACED = "forward-replaced"
@@ -56,6 +55,15 @@ def binding_refusal(binding: Binding, target: str, signature: CallSignature, mes
             return f"{target} binding cannot be partitioned over {mesh.size} devices"
         return f"{target} binding has no {signature.call} call" + (" for several devices" if partitioned else "")
     return None
+
+
+class SpeedRule(NoMatch):
+    """Left to the platform's compiler by `auto`'s rule of where the binding pays (a remark, never a warning)."""
+
+
+def refusal_of(target: str, decision: Decision) -> NoMatch:
+    """The miss a refusing decision makes: a SpeedRule where it weighed speed alone, else a NoMatch (warned)."""
+    return (SpeedRule if decision.speed else NoMatch)(f"{target} binding: {decision.reason()}")
 
 
 @dataclass(frozen=True)
@@ -127,7 +135,7 @@ class StrategyChooser:
         plan = self._calls(match, has_forward=has_forward)
         decision = self.decider.decide(self._request(match, plan, has_forward))
         if not decision.rewrite:
-            raise NoMatch(f"{self.options.target} binding: {decision.reason()}")
+            raise refusal_of(self.options.target, decision)
         return dataclasses.replace(plan, decision=decision)
 
     def _request(self, match: PoolGradient, plan: Plan, has_forward: bool) -> Request:

@@ -9,7 +9,8 @@
   leaves its inference step's to XLA (the cpu speed rule), and gets XLA's
   results;
 * a stored reference run still renders (`python -m bench.run --table-from`), and
-  the same run marked a smoke run (`--quick`) renders with no target verdicts;
+  the same run marked a quick run (`--quick`) renders as one speed table with no
+  target verdicts;
 * `checks.kernel_ab.summarize` takes each library's best over its processes, its
   spread, and flags results that differ between libraries.
 """
@@ -114,7 +115,8 @@ def test_flax_c3d_steps_are_rewritten_with_xlas_results():
     machine = {"cpu_model": "test", "cpus_usable": 1, "memory_gib": 1, "python": "3", "jax": "0",
                "jaxlib": "0", "torch": None, "date": "today"}
     text = tables.render({"mode": "quick", "machine": machine, "wall_s": 0.0, "flax_c3d": section})
-    assert "| Flax C3D | bf16 | equal | n/a |" in text
+    assert "| bf16 | train step (Adam) |" in text and "loss equal: True; updated parameters max |diff| 0 |" in text
+    assert "Targets" not in text
 
 
 def test_stored_reference_run_renders():
@@ -131,8 +133,8 @@ def test_stored_reference_run_renders():
             assert "The forward alone" in text, path
 
 
-def test_smoke_run_prints_no_target_verdicts():
-    # A full run's record with missed targets, as a smoke run would carry it: every section's table, no verdict.
+def test_a_quick_run_prints_no_target_verdicts():
+    # A full run's record with missed targets, as a quick run would carry it: the speed table, no verdict.
     full = json.loads((BENCH / "results" / "reference-2026-12-04-1459.json").read_text())
     assert full["mode"] == "full"
     assert "### Targets" in tables.render(full) and "**no**" in tables.render(full)
@@ -140,34 +142,40 @@ def test_smoke_run_prints_no_target_verdicts():
     assert "Targets" not in text and "**no**" not in text and "| yes |" not in text
 
 
-def test_a_smoke_run_prints_one_short_table_without_ratios():
-    # A full run's record rendered as a smoke run: a row per section, what ran, its results against XLA's, its
-    # time; no ratio ("1.05x"), floor or verdict, every line within SMOKE_WIDTH columns, the note once.
+def test_a_quick_run_prints_one_speed_table_of_layers_and_the_step():
+    # A full run's record rendered as a quick run: a row per layer and job (medians, ratios of medians, whether
+    # the results equal XLA's), then the training step; the other sections' tables after it, as in a full run.
     full = json.loads((BENCH / "results" / "reference-2026-12-04-1459.json").read_text())
     text = tables.render({**full, "mode": "quick"})
     lines = text.splitlines()
-    assert max(map(len, lines)) <= tables.SMOKE_WIDTH
-    assert " ".join(text.split()).count(tables.SMOKE_NOTE) == 1
-    rows = [line for line in lines if line.startswith("| ") and not line.startswith(("| section", "| ---"))]
-    assert not re.search(r"\dx\b|floor|target", "\n".join(lines[:2] + rows)), text
-    assert [row.split(" | ")[0] for row in rows] == [
-        "| user's view", "| forward", "| backward kernels", "| training step", "| pass", "| Flax C3D"]
-    seconds = {k: f"{v:.0f}" for k, v in full["section_wall_s"].items()}
-    assert rows[0] == (f"| user's view | 13 shapes, 26 jobs | f32 equal; bf16 within 0.25 (the kernels sum in f32) | "
-                       f"{seconds['user']} |")
-    assert rows[4].endswith(f"| {seconds['pass']} |") and "gradients rewritten" in rows[4]
+    header = lines.index(tables._row(["layer", "job", "XLA", "pool3d_pass.jit", "PyTorch", "XLA / pool3d_pass.jit",
+                                      "PyTorch / pool3d_pass.jit", "results vs XLA"]))
+    rows = lines[header + 2:lines.index("", header)]
+    assert len(rows) == 2 * len(full["user_view"]["cases"]) + 1
+    case, job = full["user_view"]["cases"][0], full["user_view"]["cases"][0]["jobs"][0]
+    ms, ratios = job["ms"], job["ratios_of_median"]
+    assert rows[0] == (f"| {case['case']} | gradient only | {ms['xla']['median_ms']:.3g} | "
+                       f"{ms['pool3d']['median_ms']:.3g} | {ms['torch']['median_ms']:.3g} | "
+                       f"{ratios['xla_vs_pool3d']:.3g}x | {ratios['torch_vs_pool3d']:.3g}x | equal |")
+    step = full["train_step"]
+    assert rows[-1].startswith("| training step, 3-D CNN (4,1,32,64,64) |")
+    assert f"| {step['speedup_of_median']:.3g}x | n/a | equal |" in rows[-1]
+    assert any(row.endswith("| bf16 within 0.25 (summed in f32) |") for row in rows)
+    assert "### 1. The forward alone" in text and "user's view: one pooling layer" not in text
 
 
-def test_a_smoke_row_says_where_results_differ():
+def test_a_quick_row_says_where_results_differ():
     record = {"user_view": {"cases": [
         {"case": "NDHWC bf16 (2, 8, 16, 16, 8) k3 s2 p1", "jobs": [{"checks": {"pool3d_dx_max_abs_diff_vs_xla": 0.03}}]},
         {"case": "NCDHW f32 (2, 4, 8, 16, 16) k2 s2", "jobs": [{"checks": {"pool3d_dx_max_abs_diff_vs_xla": 0.0,
                                                                        "torch_dx_max_abs_diff_vs_xla": 1.0}}]}]}}
-    assert tables.smoke_rows(record)[0][2] == "f32 equal; bf16 within 0.03 (the kernels sum in f32)"
+    for case in record["user_view"]["cases"]:
+        case["jobs"][0].update(job="gradient only", ms={"xla": {"median_ms": 2.0}, "pool3d": {"median_ms": 1.0}},
+                               ratios_of_median={"xla_vs_pool3d": 2.0})
+    assert [row[-1] for row in tables.quick_rows(record)] == ["bf16 within 0.03 (summed in f32)", "equal"]
     record["user_view"]["cases"][1]["jobs"][0]["checks"]["pool3d_dx_max_abs_diff_vs_xla"] = 0.5
-    assert tables.smoke_rows(record)[0][2] == "**differ** (max abs diff 0.5)"
-    forward = {"forward": {"cases": [{"case": "c", "checks": {"pool3d_y_bit_identical_to_xla": False}}]}}
-    assert tables.smoke_rows(forward)[0][2] == "**differ**"
+    assert tables.quick_rows(record)[1][-1] == "**differ** (max abs diff 0.5)"
+    assert tables.quick_rows(record)[1][2:8] == ["2", "1", "n/a", "2x", "n/a", "**differ** (max abs diff 0.5)"]
 
 
 def _from_indices_target(ratios: dict) -> dict:

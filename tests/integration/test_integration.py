@@ -228,13 +228,16 @@ def test_enabled_context_restores_previous_state():
     assert is_plain(jax.jit(grad).lower(x).compile().as_text())
 
 
-def test_enabled_rewrites_eager_gradients(caplog):
+def test_enabled_rewrites_eager_gradients_and_logs_them_at_debug(caplog):
     x = rand()
     expected = jax.jit(make_grad())(x)
-    with caplog.at_level(logging.INFO, logger="pool3d_pass"), pool3d_pass.enabled():
-        got = make_grad()(x)  # op by op: select_and_scatter_add is compiled on its own
+    with caplog.at_level(logging.DEBUG, logger="pool3d_pass"), pool3d_pass.enabled():
+        got = make_grad()(x)  # op by op: the forward pool and select_and_scatter_add are compiled on their own
     np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-6)
-    assert any("1 select_and_scatter found, 1 rewritten, 0 missed" in r.getMessage() for r in caplog.records)
+    (done,) = [r for r in caplog.records if "1 select_and_scatter found, 1 rewritten, 0 missed" in r.getMessage()]
+    assert done.getMessage().startswith("jit_select_and_scatter_add (cpu)")
+    # a line per eagerly run pool (Flax's init runs every pool so) would drown the program's own lines
+    assert not [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO]
 
 
 # --- strategy (pool3d_pass.jit(..., strategy=), enable(strategy=)) ----------------------
@@ -322,8 +325,52 @@ def test_info_log_lists_misses_with_reasons(caplog):
         text = pool3d_pass.jit(min_pool_grad).lower(x).compile().as_text()
     messages = [r.getMessage() for r in caplog.records if r.name == "pool3d_pass"]
     assert any("1 select_and_scatter found, 0 rewritten, 1 missed" in m for m in messages), messages
-    assert any("not rewritten at" in m and "select is compare LE (min pooling)" in m for m in messages), messages
+    # a miss that is no speed rule's choice: one WARNING (seen with Python's default logging), where and why
+    (warning,) = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert "did not rewrite 1 of 1 max-pool gradient(s)" in warning
+    assert re.search(r"not rewritten at .*test_integration.py:\d+:\d+: select is compare LE \(min pooling\)", warning)
     assert is_plain(text)  # nothing rewritten: the original module was compiled
+
+
+def test_jit_keeps_the_report_of_its_last_compile():
+    def min_pool_grad(x):
+        pool = lambda x: lax.reduce_window(x, jnp.inf, lax.min, (1, 1, 2, 2, 2), (1, 1, 2, 2, 2), "VALID")
+        return jax.grad(lambda x: jnp.sum(pool(x) ** 2))(x)
+
+    rewritten, missed = pool3d_pass.jit(make_grad()), pool3d_pass.jit(min_pool_grad)
+    assert rewritten.last_report is None  # nothing compiled yet
+    x = rand()
+    rewritten(x)
+    report = rewritten.last_report
+    assert (report.candidates, report.rewritten, report.gradients_missed) == (1, 1, 0)
+    assert re.search(r"test_integration.py:\d+:\d+: remark: max-pool gradient rewritten: NCDHW", str(report))
+    rewritten(x)  # the compiled program again: no compile, the report stays
+    assert rewritten.last_report is report
+    rewritten.lower(rand((1, 3, 4, 4, 4))).compile()  # another compile, through .lower(): a new report
+    assert rewritten.last_report is not report and rewritten.last_report.rewritten == 1
+    missed.trace(x).lower().compile()
+    report = missed.last_report
+    assert (report.candidates, report.rewritten, report.gradients_missed) == (1, 0, 1)
+    (line,) = [line for line in str(report).splitlines() if "not rewritten" in line]
+    assert re.search(r"test_integration.py:\d+:\d+: remark: max-pool gradient not rewritten: select is compare LE",
+                     line), line
+    assert rewritten.last_report.rewritten == 1  # each object its own
+
+
+@pytest.mark.gpu  # the gpu binding's speed rule, on a host where its kernels were never measured
+def test_a_speed_rules_miss_is_a_remark_and_any_other_miss_one_warning(caplog):
+    module = jax.jit(make_grad()).lower(rand()).compiler_ir("stablehlo")
+    report = pool3d_pass.rewrite(module, target="gpu")  # strategy auto: left to XLA:GPU by its speed rule
+    assert report.gradients_missed == 1 and all(miss.speed_rule for miss in report.missed), report.missed
+    report.candidates += 1
+    report.add(pool3d_pass.Miss("model.py:7:3", "element type f64 is not one of f32, bf16, f16"))
+    with caplog.at_level(logging.INFO, logger="pool3d_pass"):
+        module_rewrite.log_report("jit_step", "cuda", report)
+    assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == [
+        "jit_step (cuda): pool3d_pass did not rewrite 1 of 2 max-pool gradient(s); XLA's select_and_scatter runs "
+        "them:\n  max-pool gradient not rewritten at model.py:7:3: element type f64 is not one of f32, bf16, f16"]
+    infos = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
+    assert any("max-pool gradient not rewritten at" in m and report.missed[0].reason in m for m in infos), infos
 
 
 def test_failed_rewrite_compiles_the_original_and_says_how_to_reproduce(caplog, monkeypatch):

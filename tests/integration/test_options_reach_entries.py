@@ -37,9 +37,9 @@ def seen_by_the_hook(monkeypatch):
     seen = []
     original = module_rewrite.rewrite_for_platform
 
-    def spy(module, platform, devices=None, options=None, spliced=None):
+    def spy(module, platform, devices=None, options=None, **kwargs):
         seen.append(options)
-        return original(module, platform, devices=devices, options=options, spliced=spliced)
+        return original(module, platform, devices=devices, options=options, **kwargs)
 
     monkeypatch.setattr(module_rewrite, "rewrite_for_platform", spy)
     return seen

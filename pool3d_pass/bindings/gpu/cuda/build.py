@@ -12,9 +12,17 @@ Where nvcc comes from (`find_nvcc`, first found): `$NVCC`; `nvcc` on PATH;
 `$CUDA_HOME/bin/nvcc` (default /usr/local/cuda); the nvcc of an installed
 `nvidia-cuda-nvcc` wheel (CUDA 12: `nvidia/cuda_nvcc/bin`, CUDA 13:
 `nvidia/cu13/bin`). None: no library, and the gpu binding uses its Pallas
-kernels (`POOL3D_BUILD_CUDA=0` skips the build on purpose). A release build
-(`make wheel`) sets `POOL3D_REQUIRE_CUDA=1`: there a missing or failing nvcc
-fails the build instead of leaving the library out.
+kernels. A release build (`make wheel`) sets `POOL3D_REQUIRE_CUDA=1`: there
+a missing or failing nvcc fails the build instead of leaving the library out.
+
+Whether a build compiles them at all (`wanted()`, asked by CMakeLists.txt at
+configure time, `python build.py --decide`): nvcc takes minutes, so they are
+built where they can run, a machine with an NVIDIA driver (its
+/proc/driver/nvidia/version, or a loadable libcuda.so.1), or where asked:
+`POOL3D_BUILD_CUDA=1` (`make test`'s main venv, for the tests that read
+their machine code), `POOL3D_REQUIRE_CUDA=1` (`make wheel`);
+`POOL3D_BUILD_CUDA=0` never. An nvcc on PATH alone is no reason: machines
+without a GPU often have one.
 
 Which toolkit a release is built with: the CUDA 12 nvcc wheels on PyPI
 (`nvidia-cuda-nvcc-cu12`, 12.0 to 12.9) carry ptxas, libnvvm and the crt
@@ -66,8 +74,37 @@ GENCODE = (
     "-gencode=arch=compute_90a,code=sm_90a",
     "-gencode=arch=compute_90,code=compute_90",
 )
-SKIP_ENV = "POOL3D_BUILD_CUDA"
+SKIP_ENV = "POOL3D_BUILD_CUDA"  # 0: never build; 1: build without a driver too
 REQUIRE_ENV = "POOL3D_REQUIRE_CUDA"
+DRIVER_FILE = "/proc/driver/nvidia/version"  # the NVIDIA kernel module's; absent without a GPU
+DRIVER_LIBRARY = "libcuda.so.1"  # the driver's user-space library (what a container with a GPU mounts)
+
+
+def gpu_driver() -> str | None:
+    """Where this machine shows an NVIDIA driver (its file, or its library where it loads), or None."""
+    if os.path.exists(DRIVER_FILE):
+        return DRIVER_FILE
+    import ctypes  # noqa: PLC0415
+
+    try:
+        ctypes.CDLL(DRIVER_LIBRARY)
+    except OSError:
+        return None
+    return DRIVER_LIBRARY
+
+
+def wanted() -> tuple[bool, str]:
+    """Whether this build compiles the CUDA kernels, and why (see the module docstring)."""
+    asked = os.environ.get(SKIP_ENV)
+    if os.environ.get(REQUIRE_ENV) == "1":
+        return True, f"{REQUIRE_ENV}=1"
+    if asked in ("0", "1"):
+        return asked == "1", f"{SKIP_ENV}={asked}"
+    driver = gpu_driver()
+    if driver is not None:
+        return True, f"an NVIDIA driver is present ({driver})"
+    return False, (f"no NVIDIA driver on this machine (no {DRIVER_FILE}, no {DRIVER_LIBRARY}); "
+                   f"{SKIP_ENV}=1 builds them anyway")
 
 
 def depends() -> list[str]:
@@ -184,15 +221,24 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--depends", action="store_true", help="print the files the library is built from")
+    parser.add_argument("--decide", action="store_true",
+                        help="print whether this build compiles the library and why; exit 0 if it does, 3 if not")
     parser.add_argument("--output", help="the library to build")
     parser.add_argument("--ffi-include", help="the folder holding xla/ffi/api/ffi.h")
     args = parser.parse_args(argv)
     if args.depends:
         print("\n".join(depends()))
         return 0
+    build_it, why = wanted()
+    if args.decide:
+        print(why)
+        return 0 if build_it else 3
     if not (args.output and args.ffi_include):
         parser.error("--output and --ffi-include are needed to build")
     required = os.environ.get(REQUIRE_ENV) == "1"
+    if not build_it:
+        print(f"pool3d_pass: the CUDA kernels' library is not built ({why}); the gpu binding uses its Pallas kernels")
+        return 0
     nvcc = find_nvcc()
     built, log = build(args.output, args.ffi_include, nvcc)
     if built:
