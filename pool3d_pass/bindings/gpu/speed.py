@@ -45,8 +45,8 @@ GRADIENT_JOBS = ("gradient only", "forward + gradient")
 OPT_IN = "ask for strategy 'indices' or 'recompute' to use it anyway"
 
 
-def gpu_model() -> str:
-    """The GPU model `auto` looks up: the CUDA device JAX already uses, else $POOL3D_GPU_DEVICE_KIND, else H200."""
+def device_model() -> str | None:
+    """The model of the CUDA device JAX already uses in this process, or None (no CUDA client, no device)."""
     xla_bridge = sys.modules.get("jax._src.xla_bridge")
     for backend in list((getattr(xla_bridge, "_backends", None) or {}).values()):
         version = str(getattr(backend, "platform_version", "")).lower()
@@ -54,8 +54,21 @@ def gpu_model() -> str:
             try:
                 return str(backend.devices()[0].device_kind)
             except Exception:  # noqa: BLE001 - a client without devices: the stated default
-                break
-    return environment.gpu_device_kind()
+                return None
+    return None
+
+
+def gpu_model() -> str:
+    """The GPU model `auto` looks up: the CUDA device JAX already uses, else $POOL3D_GPU_DEVICE_KIND, else H200."""
+    return device_model() or environment.gpu_device_kind()
+
+
+def _which_gpu(model: str) -> str:
+    """The GPU a remark names: the device in use, or the one assumed where this process has none."""
+    if device_model() is not None:
+        return f"a GPU of model {model!r}"
+    return (f"the GPU assumed where this process has none, {model!r} ({environment.GPU_DEVICE_KIND}, default "
+            f"{environment.GPU_DEVICE_KIND_DEFAULT!r})")
 
 
 def configuration_class(signature, input_shape) -> tuple:
@@ -97,7 +110,7 @@ def auto_refusal(signature, input_shape, implementation: str, model: str | None 
     if run is None:
         others = sorted(m for impl, m in measured.RUNS if impl == implementation)
         where = f" (measured on {', '.join(others)} only)" if others else ""
-        return (f"{implementation} kernels not measured on a GPU of model {model!r}{where} (strategy auto leaves "
+        return (f"{implementation} kernels not measured on {_which_gpu(model)}{where} (strategy auto leaves "
                 f"GPU programs to XLA there); {OPT_IN}")
     if jobs is None:
         return (f"{implementation} kernels not measured on a GPU for {describe(key)} (strategy auto leaves "

@@ -145,7 +145,9 @@ def test_auto_looks_up_the_gpu_model(monkeypatch):
     assert speed.gpu_model() == "NVIDIA H200" and speed.auto_refusal(signature, shape, "pallas") is None
     monkeypatch.setenv(environment.GPU_DEVICE_KIND, "NVIDIA H100 80GB HBM3")
     reason = speed.auto_refusal(signature, shape, "pallas")
-    assert reason.startswith("pallas kernels not measured on a GPU of model 'NVIDIA H100 80GB HBM3' "
+    # no GPU in this process: the remark says the model is assumed, and where the assumption comes from
+    assert reason.startswith("pallas kernels not measured on the GPU assumed where this process has none, "
+                             "'NVIDIA H100 80GB HBM3' (POOL3D_GPU_DEVICE_KIND, default 'NVIDIA H200') "
                              "(measured on NVIDIA H200 only)")
 
     class Device:
@@ -159,11 +161,14 @@ def test_auto_looks_up_the_gpu_model(monkeypatch):
 
     monkeypatch.setitem(xla_bridge._backends, "cuda", CudaClient())
     assert speed.gpu_model() == "NVIDIA H200" and speed.auto_refusal(signature, shape, "pallas") is None
+    Device.device_kind = "NVIDIA H100 80GB HBM3"
+    assert speed.auto_refusal(signature, shape, "pallas").startswith(
+        "pallas kernels not measured on a GPU of model 'NVIDIA H100 80GB HBM3' (measured on NVIDIA H200 only)")
 
 
 def test_an_unmeasured_implementation_or_type_stays_with_xla():
     reason = speed.auto_refusal(_signature(BACKWARD_FROM_INDICES), (2, 16, 64, 64, 64), "not-measured")
-    assert reason.startswith("not-measured kernels not measured on a GPU")
+    assert reason.startswith("not-measured kernels not measured on the GPU assumed")
     reason = speed.auto_refusal(_signature(BACKWARD_FROM_INDICES, "f16"), (2, 16, 64, 64, 64), "pallas")
     assert "not measured" in reason and "f16" in reason
 
@@ -202,4 +207,4 @@ def test_unmeasured_cuda_kernels_are_used_nowhere_under_auto(monkeypatch):
         pytest.skip("a device run has measured the CUDA kernels")
     _, report = pool3d_pass.rewrite_text(text, target="gpu")
     assert report.rewritten == 0
-    assert any(m.reason.startswith("gpu binding: cuda kernels not measured on a GPU") for m in report.missed)
+    assert any(m.reason.startswith("gpu binding: cuda kernels not measured on the GPU assumed where this process has none") for m in report.missed)
