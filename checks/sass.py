@@ -51,11 +51,14 @@ ARCH = "sm_90a"
 # population count, leading-zero count, bit reverse: 16 lanes (XU).
 # Assumptions, not from that table: VIADD (an integer add that ptxas places
 # to balance the pipes) on FMA like IMAD.IADD; I2FP and F2FP (sm_86+
-# conversions) on the ALU; MOV on the ALU.
+# conversions) on the ALU; MOV on the ALU; the packed 16-bit compares and
+# maxima (HSET2 writing a mask, HSETP2 a predicate, HMNMX2) on the ALU with
+# the f32 ones (FSETP, FMNMX), the packed adds and multiplies (HADD2,
+# HFMA2) on the FMA pipe with the f32 ones.
 PIPES: dict[str, tuple[str, ...]] = {
     "alu": ("IADD3", "IADD", "IADD32I", "LOP3", "LOP", "LOP32I", "SHF", "SHL", "SHR", "SEL", "ISETP", "PRMT",
             "LEA", "IABS", "IMNMX", "VIMNMX", "VIADDMNMX", "FMNMX", "FSETP", "FSEL", "FCHK", "BMSK", "SGXT",
-            "PLOP3", "P2R", "R2P", "MOV", "CS2R", "ISCADD", "HSETP2", "HMNMX2", "I2FP", "F2FP", "VABSDIFF",
+            "PLOP3", "P2R", "R2P", "MOV", "CS2R", "ISCADD", "HSETP2", "HSET2", "HMNMX2", "I2FP", "F2FP", "VABSDIFF",
             "VABSDIFF4", "FSWZADD", "BFE", "BFI"),
     "fma": ("FFMA", "FADD", "FMUL", "FFMA32I", "FADD32I", "FMUL32I", "IMAD", "IMUL", "VIADD", "HFMA2", "HADD2",
             "HMUL2", "IDP", "IDP4A", "DFMA", "DADD", "DMUL"),
@@ -71,6 +74,38 @@ PIPE_OF = {opcode: pipe for pipe, opcodes in PIPES.items() for opcode in opcodes
 PIPE_NAMES = (*PIPES, "other")
 
 _FUNCTION = re.compile(r"^\s*Function : (\S+)")
+_REGISTER = re.compile(r"(?<![\w.])R(\d+)((?:\.[A-Za-z0-9]+)*)")
+# opcodes whose first operand is read, not written
+_NO_DESTINATION = frozenset(("STG", "ST", "STS", "STL", "RED", "REDG", "BRA", "BRX", "JMP", "JMX", "EXIT", "RET",
+                             "CALL", "BSSY", "BSYNC", "WARPSYNC", "BREAK", "NOP", "YIELD", "MEMBAR", "ERRBAR",
+                             "CCTL", "FENCE"))
+
+
+def _split_operands(text: str) -> list[str]:
+    """Operands at the top level (commas inside [...] kept)."""
+    parts, depth, start = [], 0, 0
+    for i, c in enumerate(text):
+        depth += {"[": 1, "]": -1}.get(c, 0)
+        if c == "," and depth == 0:
+            parts.append(text[start:i].strip())
+            start = i + 1
+    if text.strip():
+        parts.append(text[start:].strip())
+    return parts
+
+
+def _registers(operand: str) -> tuple[int, ...]:
+    """General registers named in one operand ("R4", "-R3", "[R2.64+0x10]": a .64 pair is two)."""
+    regs: list[int] = []
+    for m in _REGISTER.finditer(operand):
+        r = int(m.group(1))
+        regs += [r, r + 1] if ".64" in m.group(2) else [r]
+    return tuple(regs)
+
+
+def _width(modifiers: tuple[str, ...]) -> int:
+    """Registers a load or store moves, from its size modifier."""
+    return 4 if "128" in modifiers else 2 if "64" in modifiers else 1
 _ARCH = re.compile(r"^\s*code for (sm_\w+)")
 _INSTRUCTION = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_.]*)\s*([^;]*);")
 _ADDRESS = re.compile(r"0x([0-9a-f]+)\b")
@@ -90,6 +125,9 @@ class Instruction:
     predicate: str  # "" or e.g. "@!P0"
     opcode: str  # with modifiers, e.g. "LDG.E.128.CONSTANT"
     operands: str
+    # the source lines it comes from, innermost first (its inline chain), where the cubin has line info
+    where: tuple[tuple[str, int], ...] = ()
+    tags: frozenset = frozenset()  # the model tags of those lines (source_tags)
 
     @property
     def base(self) -> str:
@@ -120,6 +158,37 @@ class Instruction:
         return self.predicate in ("", "@PT")
 
     @property
+    def loads_global(self) -> bool:
+        """A load from global memory (or a generic load, or a local one: each waits for memory)."""
+        return self.base in ("LDG", "LD", "LDL")
+
+    @property
+    def destinations(self) -> tuple[int, ...]:
+        """The general registers this instruction writes (a load's whole vector; other wide results: the first)."""
+        if self.base in _NO_DESTINATION:
+            return ()
+        first = _split_operands(self.operands)[:1]
+        regs = _registers(first[0]) if first else ()
+        if regs and self.loads_global:
+            width = max(1, (self.global_bits or 32) // 32) if self.base == "LDG" else _width(self.modifiers)
+            return tuple(range(regs[0], regs[0] + width))
+        return regs
+
+    @property
+    def sources(self) -> tuple[int, ...]:
+        """The general registers this instruction reads (a store's whole data vector)."""
+        parts = _split_operands(self.operands)
+        if self.base not in _NO_DESTINATION and parts and _registers(parts[0]):
+            parts = parts[1:]
+        regs: list[int] = []
+        for k, part in enumerate(parts):
+            found = list(_registers(part))
+            if self.base in ("STG", "ST", "STS", "STL") and k == len(parts) - 1 and found:
+                found = list(range(found[0], found[0] + _width(self.modifiers)))
+            regs += found
+        return tuple(regs)
+
+    @property
     def global_bits(self) -> int | None:
         """Width of a global load or store in bits (None for other instructions); plain = 32 or less."""
         if self.base not in ("LDG", "STG"):
@@ -130,6 +199,17 @@ class Instruction:
         return 32
 
 
+@dataclasses.dataclass(frozen=True)
+class PathCost:
+    """One main-loop iteration along one path: instructions by pipe (and "total"), the global-load round
+    trips a thread waits for, and the global loads it issues (warp instructions) and their bytes per thread."""
+
+    pipes: dict[str, float]
+    rounds: float
+    loads: float
+    load_bytes: float
+
+
 @dataclasses.dataclass
 class Function:
     """One function of the listing; `name` demangled."""
@@ -137,6 +217,12 @@ class Function:
     name: str
     mangled: str
     instructions: list[Instruction]
+    registers: int | None = None  # per thread, from ptxas' report where the build gave one
+
+    @functools.cached_property
+    def tag_set(self) -> frozenset:
+        """Every model tag an instruction of this function carries."""
+        return frozenset().union(*(ins.tags for ins in self.instructions))
 
     @functools.cached_property
     def index(self) -> dict[int, int]:
@@ -278,13 +364,38 @@ class Function:
         """
         if path not in ("heaviest", "lightest", "every"):
             raise ValueError(f"path: one of heaviest, lightest, every, not {path!r}")
-        trips = trips or {}
+        return self._path(trips or {}, path, None)[0]
+
+    def path_cost(self, allowed: frozenset | set = frozenset(), trips: dict[int, float] | None = None) -> "PathCost":
+        """What one main-loop iteration issues and waits for along the path a unit of tags `allowed` takes.
+
+        An instruction counts where its model tags (`Instruction.tags`, from the
+        source's `// model: TAG` comments) are all in `allowed`; untagged code
+        counts on every path, but an inner loop holding an instruction that does
+        not count is left out whole (its counters carry no line of the path). The path is the heaviest one through what counts
+        (so guarded stores, taken by the common data, are on it; a tagged body
+        another kind of unit runs weighs nothing). Inner loops count `trips` as
+        in iteration_cost. Rounds: the global-load round trips along that path
+        (`load_rounds`).
+        """
+        allowed = frozenset(allowed)
+        pipes, ranges = self._path(trips or {}, "heaviest", allowed)
+        rounds, loads, nbytes = self._load_rounds(ranges, trips or {}, allowed)
+        return PathCost(pipes, rounds, loads, nbytes)
+
+    def counts(self, i: int, allowed: frozenset | None) -> bool:
+        return allowed is None or self.instructions[i].tags <= allowed
+
+    def _path(self, trips: dict[int, float], path: str, allowed: frozenset | None):
+        """(cost by pipe, the (first, last) instruction ranges of the chosen nodes in order)."""
         first, last = self.main_range()
         depths = self.loop_depths()
         top = [lp for lp, d in depths if d == 1]
 
         def weight(lo: int, hi: int, depth: int) -> collections.Counter:
             w: collections.Counter = collections.Counter()
+            if depth > 0 and not all(self.counts(k, allowed) for k in range(lo, hi + 1)):
+                return w  # a loop of a path not taken (its untagged counters with it)
             i = lo
             while i <= hi:
                 nested = next((lp for lp, d in depths if d == depth + 1 and lp[0] == i and lp[1] <= hi
@@ -295,7 +406,8 @@ class Function:
                         w[k] += v * trips.get(depth + 1, 1)
                     i = nested[1] + 1
                     continue
-                w.update(self._instruction_cost(i))
+                if self.counts(i, allowed):
+                    w.update(self._instruction_cost(i))
                 i += 1
             return w
 
@@ -317,7 +429,8 @@ class Function:
                 j += 1
             w: collections.Counter = collections.Counter()
             for k in range(i, j + 1):
-                w.update(self._instruction_cost(k))
+                if self.counts(k, allowed):
+                    w.update(self._instruction_cost(k))
             nodes.append((i, j, w))
             i = j + 1
 
@@ -329,9 +442,10 @@ class Function:
             total: collections.Counter = collections.Counter()
             for _, _, w in nodes:
                 total.update(w)
-            return {p: float(total.get(p, 0)) for p in (*PIPE_NAMES, "total")}
+            return {p: float(total.get(p, 0)) for p in (*PIPE_NAMES, "total")}, [(lo, hi) for lo, hi, _ in nodes]
         better = (lambda a, b: a > b) if path == "heaviest" else (lambda a, b: a < b)
         best: list[collections.Counter | None] = [None] * len(nodes)
+        prev: list[int | None] = [None] * len(nodes)
         best[0] = nodes[0][2]
         for n, (lo, hi, w) in enumerate(nodes):
             if best[n] is None:
@@ -339,9 +453,64 @@ class Function:
             for succ in self._successors(hi, node_of, n, nodes):
                 candidate = best[n] + nodes[succ][2]
                 if best[succ] is None or better(candidate["total"], best[succ]["total"]):
-                    best[succ] = candidate
-        end = best[-1] if best[-1] is not None else max((b for b in best if b is not None), key=lambda c: c["total"])
-        return {p: float(end.get(p, 0)) for p in (*PIPE_NAMES, "total")}
+                    best[succ], prev[succ] = candidate, n
+        end = len(nodes) - 1 if best[-1] is not None else max(
+            (n for n, b in enumerate(best) if b is not None), key=lambda n: best[n]["total"])
+        chosen, n = [], end
+        while n is not None:
+            chosen.append((nodes[n][0], nodes[n][1]))
+            n = prev[n]
+        return {p: float(best[end].get(p, 0)) for p in (*PIPE_NAMES, "total")}, chosen[::-1]
+
+    def _load_rounds(self, ranges: list[tuple[int, int]], trips: dict[int, float],
+                     allowed: frozenset | None) -> tuple[float, float, float]:
+        """(round trips, global loads, bytes loaded) along `ranges` of instruction positions.
+
+        A round trip is an instruction that reads (or overwrites) a register a
+        global load still in flight writes: the thread waits for that load, and
+        with it for every load in flight (issued a few clocks apart, they come
+        back together). Loads issued together and consumed later share one
+        round trip. An inner loop counts its own round trips once per trip
+        (`trips` by depth).
+        """
+        depths = self.loop_depths()
+        pending: set[int] = set()  # registers a load in flight writes
+
+        def walk(lo: int, hi: int, depth: int) -> tuple[float, float, float]:
+            rounds = loads = nbytes = 0.0
+            if depth > 0 and not all(self.counts(k, allowed) for k in range(lo, hi + 1)):
+                return rounds, loads, nbytes
+            i = lo
+            while i <= hi:
+                nested = next((lp for lp, d in depths if d == depth + 1 and lp[0] == i and lp[1] <= hi
+                               and not (lo == lp[0] and hi == lp[1])), None)
+                if nested is not None:
+                    r, n, b = walk(nested[0], nested[1], depth + 1)
+                    t = trips.get(depth + 1, 1)
+                    rounds, loads, nbytes = rounds + r * t, loads + n * t, nbytes + b * t
+                    i = nested[1] + 1
+                    continue
+                if self.counts(i, allowed):
+                    ins = self.instructions[i]
+                    if any(r in pending for r in (*ins.sources, *ins.destinations)):
+                        rounds += 1
+                        pending.clear()
+                    if ins.loads_global:
+                        loads += 1
+                        nbytes += (ins.global_bits or 32) / 8
+                        pending.update(ins.destinations)
+                i += 1
+            return rounds, loads, nbytes
+
+        totals = [0.0, 0.0, 0.0]
+        top = {lp for lp, d in depths if d == 1}
+        for lo, hi in ranges:
+            loop = (lo, hi) in top
+            r, n, b = walk(lo, hi, 1 if loop else 0)
+            if loop:  # an inner loop's node: its body walked once, counted once per trip
+                r, n, b = (v * trips.get(1, 1) for v in (r, n, b))
+            totals = [a + v for a, v in zip(totals, (r, n, b))]
+        return tuple(totals)
 
     def _instruction_cost(self, i: int) -> collections.Counter:
         ins = self.instructions[i]
@@ -397,11 +566,19 @@ def demangle(names: list[str]) -> list[str]:
     return out if done.returncode == 0 and len(out) == len(names) else list(names)
 
 
-def parse(text: str, arch: str = ARCH) -> list[Function]:
-    """The functions of a `cuobjdump --dump-sass` listing compiled for `arch` (other sections skipped)."""
+def parse(text: str, arch: str = ARCH, lines: dict | None = None, tags: dict | None = None,
+          registers: dict | None = None) -> list[Function]:
+    """The functions of a `cuobjdump --dump-sass` listing compiled for `arch` (other sections skipped).
+
+    `lines` ({mangled name: {address: inline chain}}, `line_map`) gives each
+    instruction its source lines, `tags` ({(file, line): tags}, `source_tags`)
+    its model tags, `registers` ({mangled name: registers}, `ptxas_registers`)
+    each function its registers per thread.
+    """
     functions: list[tuple[str, list[Instruction]]] = []
     current_arch = None
     current: list[Instruction] | None = None
+    chains: dict = {}
     for line in text.splitlines():
         if m := _ARCH.match(line):
             current_arch, current = m.group(1), None
@@ -411,12 +588,77 @@ def parse(text: str, arch: str = ARCH) -> list[Function]:
             if current_arch in (None, arch):
                 current = []
                 functions.append((m.group(1), current))
+                chains = (lines or {}).get(m.group(1), {})
             continue
         if current is not None and (m := _INSTRUCTION.match(line)):
-            current.append(Instruction(int(m.group(1), 16), (m.group(2) or "").strip(), m.group(3),
-                                       m.group(4).strip()))
+            address = int(m.group(1), 16)
+            where = chains.get(address, ())
+            found = frozenset().union(*(tags.get(place, ()) for place in where)) if tags and where else frozenset()
+            current.append(Instruction(address, (m.group(2) or "").strip(), m.group(3), m.group(4).strip(),
+                                       where, found))
     names = demangle([name for name, _ in functions])
-    return [Function(name, mangled, ins) for name, (mangled, ins) in zip(names, functions)]
+    return [Function(name, mangled, ins, (registers or {}).get(mangled))
+            for name, (mangled, ins) in zip(names, functions)]
+
+
+# --- source lines, model tags and registers ---------------------------------------
+
+_SECTION = re.compile(r"^\.text\.(\S+):\s*$")
+_LOCATION = re.compile(r'^\s*//## File "([^"]+)", line (\d+)')
+_NVDISASM_INSTRUCTION = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/")
+# `// model: TAG[, TAG]` on a source line: every instruction inlined through that line carries the tags
+TAG_COMMENT = re.compile(r"//\s*model:\s*([\w-]+(?:\s*,\s*[\w-]+)*)")
+_ENTRY = re.compile(r"Compiling entry function '(\w+)' for '(sm_\w+)'")
+_USED = re.compile(r"Used (\d+) registers")
+
+
+def line_map(text: str) -> dict[str, dict[int, tuple[tuple[str, int], ...]]]:
+    """{mangled name: {address: inline chain}} from `nvdisasm -gi` output: each instruction's source lines,
+    innermost first (a line of an inlined function, then the line it was inlined at, and so on)."""
+    out: dict[str, dict[int, tuple]] = {}
+    current: dict | None = None
+    chain: list = []
+    fresh = False
+    for line in text.splitlines():
+        if m := _SECTION.match(line):
+            current, chain, fresh = out.setdefault(m.group(1), {}), [], False
+            continue
+        if current is None:
+            continue
+        if m := _LOCATION.match(line):
+            if not fresh:
+                chain, fresh = [], True
+            chain.append((os.path.realpath(m.group(1)), int(m.group(2))))
+            continue
+        if m := _NVDISASM_INSTRUCTION.match(line):
+            fresh = False
+            current[int(m.group(1), 16)] = tuple(chain)
+    return out
+
+
+def source_tags(files: list[str] | None = None) -> dict[tuple[str, int], frozenset]:
+    """{(file, line): tags} of every `// model: TAG` comment in the CUDA library's sources and headers."""
+    found = {}
+    for path in files if files is not None else cuda_build.depends():
+        try:
+            with open(path, encoding="utf-8") as f:
+                for number, text in enumerate(f, 1):
+                    if m := TAG_COMMENT.search(text):
+                        found[(os.path.realpath(path), number)] = frozenset(t.strip() for t in m.group(1).split(","))
+        except OSError:
+            continue
+    return found
+
+
+def ptxas_registers(report: str, arch: str = ARCH) -> dict[str, int]:
+    """{mangled name: registers per thread} of the entry functions compiled for `arch` in a ptxas -v report."""
+    out, current = {}, None
+    for line in report.splitlines():
+        if m := _ENTRY.search(line):
+            current = m.group(1) if m.group(2) == arch else None
+        elif current and (m := _USED.search(line)):
+            out[current], current = int(m.group(1)), None
+    return out
 
 
 # --- building and dumping ------------------------------------------------------------
@@ -450,7 +692,7 @@ def gencode() -> str:
 
 def command(nvcc: str, ffi_include_dir: str, source: str, output: str) -> list[str]:
     """nvcc compiling one source to an sm_90a cubin, as the library is compiled (flags, includes)."""
-    cmd = [nvcc, "-std=c++17", "-O3", "-cubin", gencode(), "-Xptxas", "-v"]
+    cmd = [nvcc, "-std=c++17", "-O3", "-cubin", gencode(), "-Xptxas", "-v", "-lineinfo"]
     for folder in cuda_build.INCLUDE_DIRS:
         cmd += ["-I", folder]
     return [*cmd, "-isystem", ffi_include_dir, source, "-o", output]
@@ -503,14 +745,53 @@ def fresh_library() -> str | None:
     return path if os.path.getmtime(path) >= newest else None
 
 
-def kernels(folder: str | None = None, cubins: list[str] | None = None) -> list[Function]:
-    """Every kernel's SASS: built into `folder` (a temporary one if None) unless `cubins` are given."""
+def cubins_of(path: str, folder: str) -> list[str]:
+    """The sm_90a cubins of a library or object (extracted into `folder`), or [path] for a cubin."""
+    if path.endswith(".cubin"):
+        return [path]
+    _, cuobjdump, _ = tools()
+    done = subprocess.run([cuobjdump, "-xelf", "all", os.path.abspath(path)], capture_output=True, text=True,
+                          check=False, cwd=folder)
+    if done.returncode != 0:
+        raise RuntimeError(f"{cuobjdump} -xelf all {path} failed (exit {done.returncode}):\n{done.stderr}")
+    return sorted(os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(f".{ARCH}.cubin"))
+
+
+def lines_of(cubin: str) -> dict:
+    """line_map of a cubin's `nvdisasm -gi` listing (empty where it holds no line info)."""
+    _, _, nvdisasm = tools()
+    done = subprocess.run([nvdisasm, "-gi", "-c", cubin], capture_output=True, text=True, check=False)
+    return line_map(done.stdout) if done.returncode == 0 else {}
+
+
+def kernels(folder: str | None = None, cubins: list[str] | None = None, report: str | None = None) -> list[Function]:
+    """Every kernel's SASS: built into `folder` (a temporary one if None) unless `cubins` (cubins, or libraries
+    with their ptxas report beside them, build.report_path) are given; with source lines, model tags and
+    registers where the cubins and the report hold them."""
     if cubins is None:
         if folder is None:
             with tempfile.TemporaryDirectory(prefix="pool3d-sass-") as tmp:
-                return kernels(cubins=build(tmp)[0])
-        cubins = build(folder)[0]
-    return [f for cubin in cubins for f in parse(dump(cubin))]
+                return kernels(folder=tmp)
+        built, log = build(folder)
+        return kernels(cubins=built, report=log)
+    if report is None:
+        texts = []
+        for c in cubins:
+            try:
+                with open(cuda_build.report_path(c), encoding="utf-8") as f:
+                    texts.append(f.read())
+            except OSError:
+                continue
+        report = "\n".join(texts)
+    tags, registers = source_tags(), ptxas_registers(report)
+    out = []
+    with tempfile.TemporaryDirectory(prefix="pool3d-elf-") as tmp:
+        for given in cubins:
+            lines = {}
+            for cubin in cubins_of(given, tmp):
+                lines.update(lines_of(cubin))
+            out += parse(dump(given), lines=lines, tags=tags, registers=registers)
+    return out
 
 
 # --- the command line ------------------------------------------------------------

@@ -30,11 +30,13 @@ import numpy as np
 
 from pool3d_pass.calibration import battery
 
-# The battery (configurations, element types, input kinds, the rules) is first-use calibration's, as plain data
-# and functions (pool3d_pass/calibration/battery.py): the device check and a user's first compile run the same.
+# The battery (configurations, element types, input kinds, the cases that reach the CUDA kernels'
+# device-only code, the rules) is first-use calibration's, as plain data and functions
+# (pool3d_pass/calibration/battery.py): the device check and a user's first compile run the same.
 CONFIGS = battery.CONFIGS
 DTYPES = battery.DTYPES
 KINDS = battery.KINDS
+DEVICE_BRANCH_CASES = battery.DEVICE_BRANCH_CASES
 # More than 2^31 elements of bf16 (4.1 GiB): element offsets past int32, k2 s2 NDHWC.
 INT64_SHAPE = (1, 66, 256, 256, 512)
 # The same code on a small shape, in the dry run.
@@ -164,9 +166,11 @@ def run(rec, budget, calls_module, reference_module, log, cpu_module=None, dry_r
     import jax
 
     failures, per_compile = 0, 20.0
-    for shape, kernel, stride, padding in CONFIGS:
+    configs = [(*c, DTYPES, KINDS) for c in CONFIGS] + [
+        (c["shape"], c["kernel"], c["stride"], c["padding"], c["dtypes"], c["kinds"]) for c in DEVICE_BRANCH_CASES]
+    for shape, kernel, stride, padding, dtypes, kinds in configs:
         overlap = any(s < k for k, s in zip(kernel, stride))
-        for dtype_name in DTYPES:
+        for dtype_name in dtypes:
             for layout in ("NCDHW", "NDHWC"):
                 attrs = dict(kernel_size=kernel, stride=stride, padding=padding, data_format=layout)
                 label = f"{layout} {dtype_name} {shape} k{kernel} s{stride} p{padding}"
@@ -178,7 +182,7 @@ def run(rec, budget, calls_module, reference_module, log, cpu_module=None, dry_r
                 ours = poisoned_program(calls_module, attrs, x_shape, np_dtype(dtype_name), jax.devices()[0])
                 theirs = program(reference_module, attrs, x_shape)
                 on_cpu = None if cpu_module is None else program(cpu_module, attrs, x_shape)
-                for seed, kind in enumerate(KINDS):
+                for seed, kind in enumerate(kinds):
                     x, g = inputs(shape, kernel, stride, padding, layout, dtype_name, kind, seed)
                     got, again, info = ours(x, g)
                     ref = {k: np.asarray(v) for k, v in theirs(x, g).items()}

@@ -15,7 +15,18 @@ a generator in `GENERATORS`):
   the gradient (a kernel that flushes them to zero loses them);
 * `explicit_pad`: the input's first plane along every pooled axis is -inf,
   which is what the explicit-pad form (JAX's `pad(x, -inf)` remainder the
-  pass keeps in front of the kernel) hands the kernel as real elements.
+  pass keeps in front of the kernel) hands the kernel as real elements;
+* `zeros`: only +0, -0 and -1, so many windows' maximum is a zero of
+  either sign (+0 where some tap holds +0);
+* `rounding`: ties in the input, and gradients whose f32 sums fall halfway
+  between two bf16/f16 values (rounded to even, as the contract says).
+
+`DEVICE_BRANCH_CASES` reach the CUDA kernels' device-only code (the
+`__CUDA_ARCH__` branches: packed 16-bit compares and maxima, `max.NaN`,
+the f16 conversions, 128-bit accesses; docs/gpu.md "What only a device
+runs"), which no host build executes: rows of whole 128-bit vectors, with
+the values that tell a right branch from a near miss. The device check runs
+them; first use runs its own window on a shape of the same width.
 
 The rules (`compare`), from docs/contract.md: forward maxima bit for bit
 (any NaN equals any NaN), indices exactly, every gradient call equal to the
@@ -23,10 +34,11 @@ others bit for bit and to the reference's bit for bit where windows do not
 overlap, else within 4 f32 rounding steps of the largest gradient (the
 summation order is the binding's). A binding's documented departures from
 the contract (`DEPARTURES`: the NKI kernel's signed zeros) are allowed and
-named. Where the reference itself departs from the contract on the device
-that runs it (`REFERENCE_LIMITS`: XLA:CPU's reduce_window flushes subnormal
-inputs to zero, where the kernels keep them), that input kind is left out
-there and the verdict names why. Offsets past 2^31 elements (the other offset width) take 4 GiB: the
+named. The reference computes its maxima on integer keys of the values'
+bits, so it is the contract's result on every backend; where a device's
+compiler cannot carry an input kind through plain XLA ops (`REFERENCE_LIMITS`:
+XLA:CPU flushes subnormal floats, which a binding lowered to XLA ops there
+loses), that kind is left out there and the verdict names why. Offsets past 2^31 elements (the other offset width) take 4 GiB: the
 device check's int64 stage covers them, first-use calibration does not.
 
 `first_use_cases(pool)` is what calibration runs for one class: its own
@@ -51,7 +63,20 @@ CONFIGS = [
 DTYPES = ("float32", "bfloat16", "float16")
 ELEMENT_TYPES = {"f32": "float32", "bf16": "bfloat16", "f16": "float16"}  # the contract's names -> numpy's
 LAYOUTS = ("NCDHW", "NDHWC")
-KINDS = ("ties", "specials", "subnormals", "explicit_pad")
+KINDS = ("ties", "specials", "subnormals", "explicit_pad", "zeros", "rounding")
+# Shapes given NCDHW (NDHWC takes the same numbers with C last); see the module docstring.
+DEVICE_BRANCH_CASES = (
+    {"name": "specialised k3 s2 p1", "shape": (1, 16, 6, 8, 32), "kernel": (3, 3, 3), "stride": (2, 2, 2),
+     "padding": (1, 1, 1), "dtypes": ("bfloat16", "float16", "float32"),
+     "kinds": ("ties", "specials", "zeros", "rounding"),
+     "branches": ("GeMask2 (__hge2_mask)", "EqMask2 (__heq2_mask)", "MaxNan2 (__hmax2_nan)", "MaxS2 (__vmaxs2)",
+                  "MaxNan (max.NaN.f32)", "Wide/Narrow f16 (cvt)", "NarrowPair (cvt.rn.bf16x2/f16x2)",
+                  "LoadVec/StoreVec (128-bit)")},
+    {"name": "specialised k2 s2", "shape": (1, 16, 4, 8, 32), "kernel": (2, 2, 2), "stride": (2, 2, 2),
+     "padding": (0, 0, 0), "dtypes": ("bfloat16", "float16"), "kinds": ("ties", "specials", "zeros"),
+     "branches": ("GeMask2 (__hge2_mask)", "EqMask2 (__heq2_mask)", "MaxNan2 (__hmax2_nan)", "MaxS2 (__vmaxs2)",
+                  "LoadVec/StoreVec (128-bit)")},
+)
 # A binding's documented departures from the contract, allowed by `compare` and named in its verdict.
 SIGNED_ZERO_GRADIENT = "signed_zero_gradient"
 DEPARTURES = {
@@ -60,8 +85,9 @@ DEPARTURES = {
 DEPARTURE_TEXT = {SIGNED_ZERO_GRADIENT: "a gradient cell -0.0 where the contract has +0 (docs/contract.md)"}
 # Input kinds the reference binding cannot judge on a platform, and why (measured: jaxlib 0.12.1).
 REFERENCE_LIMITS = {
-    "cpu": {"subnormals": "XLA:CPU's reduce_window flushes subnormal inputs to zero (the reference runs on it; "
-                          "the kernels keep them, as IEEE 754 and the contract say)"},
+    "cpu": {"subnormals": "XLA:CPU flushes subnormal floats to zero in its float arithmetic, so a binding "
+                          "lowered to XLA ops there (the Pallas kernels in interpret mode) loses them; the CPU "
+                          "kernels keep them, as IEEE 754 and the contract say (tests/bindings/cpu checks)"},
 }
 
 
@@ -112,7 +138,18 @@ def _explicit_pad(rng, shape, g_shape, dtype_name):
     return x, g
 
 
-GENERATORS = {"ties": _ties, "specials": _specials, "subnormals": _subnormals, "explicit_pad": _explicit_pad}
+def _zeros(rng, shape, g_shape, dtype_name):
+    return rng.choice(np.array([0.0, -0.0, -1.0]), size=shape, p=[0.2, 0.6, 0.2]), rng.integers(-4, 5, g_shape) / 4
+
+
+def _rounding(rng, shape, g_shape, dtype_name):
+    # ties in x (overlapping windows share taps); g = 1 + k half-ulps: sums land halfway between two values
+    half_ulp = 2.0 ** -(8 if dtype_name == "bfloat16" else 11)
+    return rng.integers(-1, 2, shape).astype(np.float64), 1.0 + rng.integers(0, 4, g_shape) * half_ulp
+
+
+GENERATORS = {"ties": _ties, "specials": _specials, "subnormals": _subnormals, "explicit_pad": _explicit_pad,
+              "zeros": _zeros, "rounding": _rounding}
 
 
 def inputs(shape, kernel, stride, padding, layout, dtype_name, kind, seed):
@@ -127,11 +164,13 @@ def inputs(shape, kernel, stride, padding, layout, dtype_name, kind, seed):
 
 
 def first_use_cases(kernel, stride, padding) -> list[tuple[int, ...]]:
-    """Two small NCDHW shapes for one window: odd channels with a cell after the last window; eight channels."""
+    """Two small NCDHW shapes for one window: odd channels with a cell after the last window; rows of whole
+    128-bit vectors of a 16-bit type (16 channels, W = 32: the vectorised GPU paths and their device-only
+    branches, as DEVICE_BRANCH_CASES)."""
     spatial = [max(k - 2 * p, 2 * s + k - 2 * p + 1) for k, s, p in zip(kernel, stride, padding)]
     wide = list(spatial)
-    wide[-1] = max(spatial[-1], 8)
-    return [(2, 3, *spatial), (1, 8, *wide)]
+    wide[-1] = max(spatial[-1], 32)
+    return [(2, 3, *spatial), (1, 16, *wide)]
 
 
 # --- the rules -----------------------------------------------------------------

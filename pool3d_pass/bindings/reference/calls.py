@@ -5,9 +5,14 @@ tap, selects the tap for every window whose maximum it equals and that no
 earlier tap took; padding is masked out, so it is never selected. The
 selection is kept as the contract's indices (the tap's offset in its window,
 -1 for none), and every gradient is scattered from indices, accumulating in
-f32. The forward maximum is XLA's own `reduce_window` max. It uses no
-select_and_scatter, so the pass never matches its own output. Its job is to
-test the binding mechanism and to state the semantics executably.
+f32. The forward maximum is taken tap by tap too, on integer keys of the
+values' bits (IEEE 754 `maximum`: `+0 > -0`, the window's first NaN), not by
+XLA's `reduce_window`, which XLA:CPU computes with documented deviations
+(signed zeros, NaN, subnormals on some shapes: docs/contract.md); so it is
+the contract's result on every backend, bit for bit, and the judge of the
+numerics battery (calibration/battery.py). It uses no select_and_scatter, so
+the pass never matches its own output. Its job is to test the binding
+mechanism and to state the semantics executably.
 """
 
 from __future__ import annotations
@@ -46,11 +51,29 @@ def _taps(kernel_size):
 
 
 def _forward_max(x, kernel_size, stride, padding):
-    """XLA's reduce_window max over NCDHW `x` (init -inf)."""
-    return lax.reduce_window(
-        x, jnp.array(-jnp.inf, x.dtype), lax.max, (1, 1, *kernel_size), (1, 1, *stride),
-        [(0, 0), (0, 0)] + [(p, p) for p in padding],
-    )
+    """IEEE 754 `maximum` over each window's real elements of NCDHW `x`: `+0 > -0`, the window's first NaN.
+
+    Values are compared as integer keys of their f32 bits (monotone in the value, `-0` below `+0`), so
+    no floating-point rewrite of a compiler can change a sign or drop a NaN; padding is -inf, which
+    never changes a window's maximum.
+    """
+    out_spatial = tuple((n + 2 * p - k) // s + 1 for n, k, s, p in zip(x.shape[2:], kernel_size, stride, padding))
+    padded = lax.pad(x, jnp.array(-jnp.inf, x.dtype), _pad_config(padding)).astype(jnp.float32)
+    shape = (*x.shape[:2], *out_spatial)
+    best = jnp.full(shape, -jnp.inf, jnp.float32)
+    best_key = jnp.full(shape, jnp.iinfo(jnp.int32).min, jnp.int32)
+    first_nan = jnp.zeros(shape, jnp.float32)
+    seen_nan = jnp.zeros(shape, jnp.bool_)
+    for _, taps in _taps(kernel_size):
+        value = _tap_slice(padded, taps, out_spatial, stride)
+        bits = lax.bitcast_convert_type(value, jnp.int32)
+        key = bits ^ ((bits >> 31) & jnp.int32(0x7FFFFFFF))  # negative floats: order reversed into place
+        nan = value != value
+        wins = ~nan & (key > best_key)
+        best, best_key = jnp.where(wins, value, best), jnp.where(wins, key, best_key)
+        first_nan = jnp.where(nan & ~seen_nan, value, first_nan)
+        seen_nan = seen_nan | nan
+    return jnp.where(seen_nan, first_nan, best).astype(x.dtype)
 
 
 def _select(x, y, kernel_size, stride, padding):
@@ -101,7 +124,7 @@ def _forward(
 def _forward_output(
     input, *, kernel_size, stride, padding, data_format="NCDHW", output_format=None  # noqa: A002
 ):
-    """The forward of an inference program: XLA's reduce_window max, y only."""
+    """The forward of an inference program: the window maxima, y only."""
     y = _forward_max(_to_ncdhw(input, data_format), kernel_size, stride, padding)
     return _from_ncdhw(y, output_format or data_format)
 

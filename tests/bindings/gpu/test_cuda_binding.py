@@ -98,6 +98,36 @@ def test_a_library_that_does_not_load_falls_back(monkeypatch, tmp_path):
     assert custom_call_targets(text) == ["__gpu$xla.gpu.triton"]
 
 
+def test_a_gpu_older_than_compute_capability_8_is_refused_at_load(monkeypatch):
+    """On a V100 or a T4 every launch would fail: the library says so at load, and the Pallas kernels serve."""
+    monkeypatch.setattr(cuda_library, "compute_capabilities", lambda: (("Tesla V100-SXM2-16GB", 7, 0),))
+    reason = cuda_library.capability_problem()
+    assert reason == ("the CUDA kernels need a GPU of compute capability 8.0 or newer; Tesla V100-SXM2-16GB is 7.0 "
+                      "(the Pallas kernels, or XLA, serve instead)")
+    if cuda_library.is_built() and cuda_library._load(cuda_library.library_path())[0] is not None:
+        assert cuda_library.unavailable() == reason or cuda_library.driver_problem(cuda_library.load())
+        assert implementation.implementation() == "pallas"
+    monkeypatch.setattr(cuda_library, "compute_capabilities", lambda: (("NVIDIA A100", 8, 0), ("NVIDIA H200", 9, 0)))
+    assert cuda_library.capability_problem() is None
+    monkeypatch.setattr(cuda_library, "compute_capabilities", lambda: ())  # no driver, no GPU: nothing to refuse
+    assert cuda_library.capability_problem() is None
+
+
+def test_a_cuda_12_driver_loads_the_cuda_12_build_where_the_package_holds_one(monkeypatch, tmp_path):
+    monkeypatch.delenv(cuda_library.LIBRARY_ENV, raising=False)
+    here = os.path.dirname(cuda_library.__file__)
+    cuda12 = os.path.join(here, cuda_library.CUDA12_LIBRARY_NAME)
+    cuda13 = os.path.join(here, cuda_library.LIBRARY_NAME)
+    exists = os.path.isfile
+    monkeypatch.setattr(cuda_library.os.path, "isfile", lambda p: p == cuda12 or exists(p))
+    for driver, want in ((12080, cuda12), (13000, cuda13), (None, cuda13)):
+        monkeypatch.setattr(cuda_library, "driver_version", lambda d=driver: d)
+        assert cuda_library.library_path() == want, driver
+    monkeypatch.setattr(cuda_library.os.path, "isfile", lambda p: p != cuda12 and exists(p))  # no CUDA 12 build
+    monkeypatch.setattr(cuda_library, "driver_version", lambda: 12080)
+    assert cuda_library.library_path() == cuda13  # (then unavailable() names the driver: test below)
+
+
 def test_an_unknown_choice_in_the_environment_is_refused_naming_it(monkeypatch):
     monkeypatch.setenv(implementation.IMPL_ENV, "triton")
     with pytest.raises(ValueError, match=r"POOL3D_GPU_IMPL='triton' \(the default of gpu_kernels\)"):
@@ -162,15 +192,19 @@ def _build_report(tmp_path) -> str:
     return log
 
 
-# WindowKernel (2 modes), GatherKernel, FusedKernel (2 modes, non-overlapping classes) per specialised
-# class, layout and element type; the generic kernels (window 2 modes, gather) per type and offset width.
+# Per specialised class, layout and element type: non-overlapping classes WindowKernel (mode 0), GatherKernel
+# and FusedKernel (2 modes) at their vector width and at one lane (V = 1); overlapping classes WindowKernel
+# (modes 0, 2, 3) and GatherKernel, NCDHW's window kernels at two widths (one and two vectors a row). The
+# generic kernels (window 2 modes, gather, fused 2 modes) per type and offset width.
 SPECIALISED = {"non-overlapping": 2, "overlapping": 3}
-KERNELS_PER_ARCH = (SPECIALISED["non-overlapping"] * 5 + SPECIALISED["overlapping"] * 3) * 2 * 3 + 3 * 3 * 2
+KERNELS_PER_ARCH = (SPECIALISED["non-overlapping"] * 2 * 4 * 2 + SPECIALISED["overlapping"] * (4 * 2 + 3)) * 3 \
+    + 3 * 2 * 5
 
 
 @pytest.mark.skipif(NVCC is None, reason="no nvcc ($NVCC, PATH, $CUDA_HOME/bin, nvidia-cuda-nvcc wheels): ptxas report not checked")
 def test_ptxas_reports_every_kernel_without_spills(tmp_path):
-    """Every kernel, SASS for sm_80 and sm_90a: no spill, no stack frame (no local memory)."""
+    """Every kernel, SASS for sm_80 and sm_90a: no spill, no stack frame (no local memory), at most 128 registers
+    (kernels.cu's __launch_bounds__: every kernel launches with 512 threads a block)."""
     log = _build_report(tmp_path)
     sections = re.split(r"(?=Compiling entry function)", log)
     per_arch: dict[str, int] = {}
@@ -182,7 +216,7 @@ def test_ptxas_reports_every_kernel_without_spills(tmp_path):
         registers = re.search(r"Used (\d+) registers", section)
         assert frame and registers, section
         assert frame.groups() == ("0", "0", "0"), section
-        assert int(registers.group(1)) <= 255
+        assert int(registers.group(1)) <= 128  # __launch_bounds__(512, 1): two blocks of 256 fit an SM
         per_arch[arch] = per_arch.get(arch, 0) + 1
     assert per_arch == {"sm_80": KERNELS_PER_ARCH, "sm_90a": KERNELS_PER_ARCH}, per_arch
 

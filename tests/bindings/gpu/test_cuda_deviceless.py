@@ -187,3 +187,61 @@ def test_shard_map_and_pmap_bodies_get_the_single_gpu_kernels(program):
     manual_ways = 2 if program == "partially_manual" else 4  # the batch over the manual axes only
     assert shapes["forward"] == [[[SHAPE[0] // manual_ways, *SHAPE[1:]]]], shapes
     assert _collectives(hlo) == _collectives(plain)
+
+
+# --- XLA's command buffers (kernels.cu's traits) ----------------------------------------------------------
+
+def _thunks(fn, tmp_path, *specs) -> str:
+    """XLA's thunk sequence of fn compiled for the H200s, after its thunk passes (where command buffers form),
+    from XLA's dump; the sequence before them where no pass changed it."""
+    import pool3d_pass
+
+    dump = tmp_path / fn.__name__
+    pool3d_pass.jit(fn, strategy="indices").lower(*specs).compile(compiler_options={"xla_dump_to": str(dump)})
+    after = sorted(dump.glob("*thunk_sequence_after_thunk_passes.txt"))
+    return (after or sorted(dump.glob("*thunk_sequence.txt")))[0].read_text()
+
+
+def _calls_in_command_buffers(text: str) -> tuple[int, int]:
+    """(custom calls inside a command buffer, custom calls outside) in a thunk sequence dump (a command buffer's
+    thunks are the indented lines after its kCommandBuffer line)."""
+    inside = outside = 0
+    in_buffer = False
+    for line in text.splitlines():
+        if "kCommandBuffer" in line:
+            in_buffer = True
+        elif line.strip() and not line.startswith(" "):
+            in_buffer = False
+        if "kCustomCall" in line:
+            if in_buffer and line.startswith(" "):
+                inside += 1
+            else:
+                outside += 1
+    return inside, outside
+
+
+def test_the_calls_without_scratch_run_inside_xla_command_buffers(h200, tmp_path):
+    """forward_output (and forward, backward_from_indices) declare Traits::kCmdBufferCompatible: XLA:GPU puts
+    them in its command buffers (CUDA graphs) with the fusions around them. backward_from_input takes scratch
+    from XLA's allocator, freed when the handler returns, so it declares no trait and runs outside."""
+    import jax
+    import jax.numpy as jnp
+
+    x = jax.ShapeDtypeStruct((2, 4, 32, 32, 32), jnp.float32, sharding=h200)
+    g = jax.ShapeDtypeStruct((2, 4, 16, 16, 16), jnp.float32, sharding=h200)
+
+    def three_pools(x):
+        for _ in range(3):
+            x = _max_pool(jnp.tanh(x) * 2.0 + 1.0)
+        return x
+
+    def forward_and_gradient(x, g):  # (g unused: the gradient of a loss)
+        return jax.grad(lambda x: jnp.sum(_max_pool(jnp.tanh(x) * 2.0 + 1.0) ** 2))(x)
+
+    def gradient_only(x, g):
+        _, vjp = jax.vjp(lambda x: _max_pool(jnp.tanh(x) * 2.0 + 1.0), x)
+        return jnp.tanh(vjp(g)[0]) * 3.0
+
+    assert _calls_in_command_buffers(_thunks(three_pools, tmp_path, x)) == (3, 0)  # forward_output
+    assert _calls_in_command_buffers(_thunks(forward_and_gradient, tmp_path, x, g)) == (2, 0)  # forward, gather
+    assert _calls_in_command_buffers(_thunks(gradient_only, tmp_path, x, g)) == (0, 1)  # backward_from_input

@@ -58,6 +58,15 @@ CASES = {
 }
 # Channels-last versions of the specialised cases need C a multiple of 8 (bf16) and 4 (f32).
 CHANNELS_LAST = {"k2s2": 8, "k122": 16, "k3s2p1": 8, "k3s1p1": 8, "k133s2p1": 8}
+# Shapes where no 128-bit vector fits, or one vector a row but not two: the one-lane units of the
+# non-overlapping classes (rows of 14 and 10 elements, 2 and 3 channels) and the window kernels' one-vector
+# units (W = 24: bf16; W = 12: f32).
+WIDTH_CASES = {
+    "k2s2_one_lane": ((1, 2, 4, 6, 14), (2, 2, 2), (2, 2, 2), (0, 0, 0), 1),
+    "k122_one_lane": ((2, 3, 3, 6, 10), (1, 2, 2), (1, 2, 2), (0, 0, 0), 2),
+    "k3s2p1_w24": ((1, 2, 5, 6, 24), (3, 3, 3), (2, 2, 2), (1, 1, 1), 3),
+    "k3s2p1_w12": ((1, 2, 5, 6, 12), (3, 3, 3), (2, 2, 2), (1, 1, 1), 3),
+}
 
 
 @pytest.fixture(scope="module")
@@ -73,6 +82,8 @@ def host_elements(tmp_path_factory):
     library = ctypes.CDLL(str(_built_once(tmp_path_factory, command)))
     library.pool3d_run.restype = ctypes.c_int64
     library.pool3d_plan.restype = None
+    library.pool3d_misaligned.restype = ctypes.c_int64
+    library.pool3d_fit_threads.restype = ctypes.c_int
     return library
 
 
@@ -102,9 +113,11 @@ def _pointer(array):
     return None if array is None else array.ctypes.data_as(ctypes.c_void_p)
 
 
-def options(dtype="f32", aligned=True, threads=256, vector=True, narrow_limit=0, max_blocks=0, wide=False):
+def options(dtype="f32", aligned=True, threads=256, vector=True, narrow_limit=0, max_blocks=0, wide=False,
+            kernel_max_threads=0, no_scratch=False):
     item = np.dtype(DTYPES[dtype][1]).itemsize
-    return np.asarray([item, int(aligned), threads, int(vector), narrow_limit, max_blocks, int(wide)], np.int64)
+    return np.asarray([item, int(aligned), threads, int(vector), narrow_limit, max_blocks, int(wide),
+                       kernel_max_threads, int(no_scratch)], np.int64)
 
 
 def plan(library, call, shape, k, s, p, in_cl=False, out_cl=None, **opts):
@@ -120,12 +133,14 @@ def plan(library, call, shape, k, s, p, in_cl=False, out_cl=None, **opts):
 
 def run(library, call, dtype, shape, k, s, p, in_cl, out_cl, opts, x=None, y_in=None, go=None, idx_in=None,
         y=None, idx=None, dx=None):
+    library.pool3d_misaligned()
     launches = library.pool3d_run(
         call, DTYPES[dtype][0], _pointer(np.asarray(shape, np.int64)), _pointer(np.asarray([*k, *s, *p], np.int64)),
         int(in_cl), int(out_cl), _pointer(opts), _pointer(x), _pointer(y_in), _pointer(go), _pointer(idx_in),
         _pointer(y), _pointer(idx), _pointer(dx))
     assert launches > 0, "the host run could not execute its plan"
-    return launches
+    assert library.pool3d_misaligned() == 0, "a vector access a device would fault on (pointer not aligned to its width)"
+    return launches % 1000
 
 
 def to_layout(array_ncdhw, channels_last):
@@ -179,7 +194,7 @@ def expected(impl, x, g, k, s, p, layout, out_layout):
 
 def check_call_set(library, case, dtype, layouts, kind, **opts):
     """Runs all five calls of one configuration on the host and compares each result."""
-    shape, k, s, p, _ = CASES[case]
+    shape, k, s, p, _ = {**CASES, **WIDTH_CASES}[case]
     layout, out_layout = layouts
     in_cl, out_cl = layout == "NDHWC", out_layout == "NDHWC"
     if in_cl and case in CHANNELS_LAST:
@@ -232,6 +247,35 @@ def test_every_call_equals_the_cpu_kernels(host_elements, case, dtype, layouts, 
     check_call_set(host_elements, case, dtype, layouts, kind)
 
 
+@pytest.mark.parametrize("dtype", ["f32", "bf16"])
+@pytest.mark.parametrize("layouts", [("NCDHW", "NCDHW"), ("NDHWC", "NDHWC")], ids=["ncdhw", "ndhwc"])
+@pytest.mark.parametrize("case", list(WIDTH_CASES))
+def test_narrower_units_equal_the_cpu_kernels(host_elements, case, layouts, dtype):
+    """One-lane units of non-overlapping windows, one-vector units of overlapping ones (the plan checked:
+    test_the_plan_takes_the_narrower_units)."""
+    check_call_set(host_elements, case, dtype, layouts, "specials")
+
+
+def test_the_plan_takes_the_narrower_units(host_elements):
+    def step(case, call, dtype, **kw):
+        shape, k, s, p, _ = WIDTH_CASES[case]
+        return plan(host_elements, call, shape, k, s, p, dtype=dtype, **kw)[0][0]
+
+    for dtype in ("f32", "bf16"):  # NCDHW rows of 14 / 10 elements: one window a unit, its columns one access
+        for case in ("k2s2_one_lane", "k122_one_lane"):
+            got = step(case, FROM_INPUT, dtype)
+            assert (got["cls"], got["V"], got["kernel"]) == (WIDTH_CASES[case][4], 1, 3), (case, dtype)
+    got = step("k122_one_lane", FORWARD, "bf16", in_cl=True)  # 3 channels
+    assert (got["cls"], got["V"]) == (2, 1)
+    # overlapping windows: two vectors a row (W = 24 f32: 2 x 2 windows), one (bf16: Wo = 12 is no multiple of 8)
+    assert step("k3s2p1_w24", FORWARD, "f32")["V"] == 4 and step("k3s2p1_w24", FORWARD, "bf16")["V"] == 4
+    assert step("k3s2p1_w12", FORWARD, "f32")["V"] == 2
+    assert step("k3s2p1_w12", FORWARD, "bf16")["cls"] == GENERIC  # rows of 24 bytes
+    # misaligned operands: the Generic kernels, whatever the class (host builds count the faults they avoid)
+    got = step("k2s2_one_lane", FROM_INPUT, "f32", aligned=False)
+    assert (got["cls"], got["V"]) == (GENERIC, 1)
+
+
 @pytest.mark.parametrize("kind", ["specials", "zeros"])
 @pytest.mark.parametrize("case", ["k3s2p1", "generic_mixed", "k2s2"])
 @pytest.mark.parametrize("layouts", [("NCDHW", "NDHWC"), ("NDHWC", "NCDHW")], ids=["to_cl", "from_cl"])
@@ -239,7 +283,8 @@ def test_mixed_layouts_equal_the_reference_binding(host_elements, case, layouts,
     check_call_set(host_elements, case, "bf16", layouts, kind)
 
 
-@pytest.mark.parametrize("variant", ["scalar", "misaligned", "int64", "chunked", "small_grid", "threads_64"])
+@pytest.mark.parametrize("variant", ["scalar", "misaligned", "int64", "chunked", "small_grid", "threads_64",
+                                     "threads_fitted"])
 @pytest.mark.parametrize("case", ["k2s2", "k3s2p1", "generic_strides"])
 @pytest.mark.parametrize("layouts", [("NCDHW", "NCDHW"), ("NDHWC", "NDHWC")], ids=["ncdhw", "ndhwc"])
 def test_launch_variants_give_the_same_bits(host_elements, case, layouts, variant):
@@ -252,6 +297,7 @@ def test_launch_variants_give_the_same_bits(host_elements, case, layouts, varian
         "chunked": dict(narrow_limit=2000),
         "small_grid": dict(max_blocks=3, threads=64),
         "threads_64": dict(threads=64),
+        "threads_fitted": dict(threads=1024, kernel_max_threads=512),  # blocks fitted to the kernel's limit
     }[variant]
     check_call_set(host_elements, case, "f32", layouts, "specials", **opts)
 
@@ -264,7 +310,7 @@ def test_the_plan_picks_the_specialised_kernels(host_elements):
         if cls == GENERIC:
             assert all(st["cls"] == GENERIC and st["V"] == 1 for st in steps), name
         elif overlapping:
-            assert [st["kernel"] for st in steps] == [0, 2] and scratch > 0, name  # window (indices), gather
+            assert [st["kernel"] for st in steps] == [5, 2] and scratch > 0, name  # window (indices only), gather
             assert all(st["cls"] == cls and st["V"] > 1 for st in steps), name
         else:
             assert [st["kernel"] for st in steps] == [3] and scratch == 0, name  # fused
@@ -274,8 +320,10 @@ def test_the_plan_picks_the_specialised_kernels(host_elements):
     assert steps[0]["V"] == 8 and steps[0]["layout"] == 1
     steps, _ = plan(host_elements, FORWARD, (2, 16, 8, 8, 8), (2, 2, 2), (2, 2, 2), (0, 0, 0), in_cl=True)
     assert steps[0]["V"] == 4
-    # Not a multiple of the vector: the generic path.
+    # Not a multiple of the vector: non-overlapping classes take their one-lane units, the rest the generic path.
     steps, _ = plan(host_elements, FORWARD, (2, 12, 8, 8, 8), (2, 2, 2), (2, 2, 2), (0, 0, 0), in_cl=True, dtype="bf16")
+    assert steps[0]["cls"] == CASES["k2s2"][4] and steps[0]["V"] == 1
+    steps, _ = plan(host_elements, FORWARD, (2, 12, 8, 8, 8), (3, 3, 3), (2, 2, 2), (1, 1, 1), in_cl=True, dtype="bf16")
     assert steps[0]["cls"] == GENERIC and steps[0]["V"] == 1
 
 
@@ -322,6 +370,85 @@ def test_chunks_cover_input_larger_and_smaller_than_output(host_elements):
     for st in steps:
         assert (st["chunks"] - 1) * st["per_chunk"] < planes <= st["chunks"] * st["per_chunk"]
         assert st["per_chunk"] * 64 * 128 * 128 < 2**21
+
+
+def test_a_plan_sending_misaligned_operands_down_a_vector_path_is_caught(host_elements):
+    """The host build copies vectors element by element, so a misaligned vector access gives the right bits here;
+    it counts each one instead (a device faults): an input shifted by one element under a plan told it is aligned
+    must be counted, the same input planned as misaligned (the Generic kernels) must not."""
+    shape, k, s, p, _ = CASES["k2s2"]
+    x_all = inputs(np.random.default_rng(5), (int(np.prod(shape)) + 1,), "f32", "ints")
+    x = x_all[1:].reshape(shape)  # 4 bytes past a 16-byte boundary
+    assert x.ctypes.data % 16 != 0
+    y, idx = poisoned((*shape[:2], 3, 4, 8), np.float32), np.zeros((*shape[:2], 3, 4, 8), np.int16)
+    host_elements.pool3d_misaligned()
+    host_elements.pool3d_run(FORWARD, 0, _pointer(np.asarray(shape, np.int64)), _pointer(np.asarray([*k, *s, *p])),
+                             0, 0, _pointer(options()), _pointer(x), None, None, None, _pointer(y), _pointer(idx), None)
+    assert host_elements.pool3d_misaligned() > 0
+    run(host_elements, FORWARD, "f32", shape, k, s, p, False, False, options(aligned=False), x=x, y=y, idx=idx)
+
+
+def test_a_block_larger_than_a_kernel_launches_is_fitted_to_it(host_elements):
+    """POOL3D_CUDA_THREADS=1024 where a kernel launches at most 512 (cudaFuncGetAttributes): kernels.cu's launches
+    fit the block (FitThreads) instead of failing the program; the host executor fits them the same way and counts
+    them (1000 a fitted launch in pool3d_run's answer), and the results are the CPU kernels' (the launch variants)."""
+    shape, k, s, p, _ = CASES["k3s2p1"]
+    out = (*shape[:2], 5, 4, 8)
+    rng = np.random.default_rng(3)
+    x, g = inputs(rng, shape, "f32", "ints"), rng.standard_normal(out).astype(np.float32)
+    dx = poisoned(shape, np.float32)
+    got = host_elements.pool3d_run(FROM_INPUT, 0, _pointer(np.asarray(shape, np.int64)),
+                                   _pointer(np.asarray([*k, *s, *p], np.int64)), 0, 0,
+                                   _pointer(options(threads=1024, kernel_max_threads=512)), _pointer(x), None,
+                                   _pointer(g), None, None, None, _pointer(dx))
+    assert got == 2 + 2 * 1000  # window and gather, both fitted
+    attrs = dict(kernel_size=k, stride=s, padding=p, data_format="NCDHW", output_format="NCDHW")
+    want = np.asarray(jax.jit(lambda g, x: cpu.max_pooling_3d_backward_from_input(g, x, **attrs))(g, x))
+    assert_same(dx, want, "fitted launches")
+    assert host_elements.pool3d_fit_threads(1024, 512) == 512 and host_elements.pool3d_fit_threads(256, 512) == 256
+    assert host_elements.pool3d_fit_threads(1024, 0) == 1024 and host_elements.pool3d_fit_threads(1024, 100) == 96
+
+
+def test_no_scratch_is_an_error_before_any_launch(host_elements):
+    """Overlapping windows need int16 indices between two kernels, from XLA's scratch allocator: where it has
+    none, the call fails with kernels.cu's resource-exhausted error (RunStatus::kNoScratch) before launching
+    anything; non-overlapping windows (one fused kernel) need none."""
+    rng = np.random.default_rng(4)
+    for name, want in (("k3s2p1", -2), ("k2s2", 1)):
+        shape, k, s, p, _ = CASES[name]
+        out = (*shape[:2], *((n + 2 * pp - kk) // ss + 1 for n, kk, ss, pp in zip(shape[2:], k, s, p)))
+        x, g = inputs(rng, shape, "f32", "ints"), rng.standard_normal(out).astype(np.float32)
+        dx = poisoned(shape, np.float32)
+        got = host_elements.pool3d_run(FROM_INPUT, 0, _pointer(np.asarray(shape, np.int64)),
+                                       _pointer(np.asarray([*k, *s, *p], np.int64)), 0, 0,
+                                       _pointer(options(no_scratch=True)), _pointer(x), None, _pointer(g), None, None,
+                                       None, _pointer(dx))
+        assert got == want, name
+    shape, k, s, p, _ = CASES["k3s2p1"]
+    dx = poisoned(shape, np.float32)
+    host_elements.pool3d_run(FROM_INPUT, 0, _pointer(np.asarray(shape, np.int64)),
+                             _pointer(np.asarray([*k, *s, *p], np.int64)), 0, 0, _pointer(options(no_scratch=True)),
+                             _pointer(inputs(rng, shape, "f32", "ints")), None,
+                             _pointer(np.zeros((*shape[:2], 5, 4, 8), np.float32)), None, None, None, _pointer(dx))
+    assert (bits(dx) == 0x7FC0DEAD).all()  # nothing launched
+
+
+@pytest.mark.parametrize("dtype", ["f32", "bf16"])
+@pytest.mark.parametrize("case", ["k3s2p1", "k2s2"])
+def test_a_given_output_that_is_not_the_maximum_selects_the_first_equal_tap(host_elements, case, dtype):
+    """backward's selection where y is not its window's maximum (the NCDHW kernels find the maximum and check it
+    against y; a y that is not the maximum takes the rare path): the first tap equal to y, else nothing."""
+    shape, k, s, p, _ = CASES[case]
+    rng = np.random.default_rng(6)
+    x = inputs(rng, shape, dtype, "ints")
+    out = (*shape[:2], *((n + 2 * pp - kk) // ss + 1 for n, kk, ss, pp in zip(shape[2:], k, s, p)))
+    y = rng.integers(-3, 4, out).astype(np.float32).astype(DTYPES[dtype][1])  # often not the maximum
+    g = rng.standard_normal(out).astype(np.float32).astype(DTYPES[dtype][1])
+    attrs = dict(kernel_size=k, stride=s, padding=p, data_format="NCDHW", output_format="NCDHW")
+    want = np.asarray(jax.jit(lambda g, x, y: cpu.max_pooling_3d_backward(g, x, y, **attrs))(g, x, y))
+    dx = poisoned(shape, x.dtype)
+    run(host_elements, BACKWARD, dtype, shape, k, s, p, False, False, options(dtype), x=x, y_in=y, go=g, dx=dx)
+    assert_same(dx, want, "backward with a given y")
 
 
 def test_corrupt_indices_select_nothing(host_elements):

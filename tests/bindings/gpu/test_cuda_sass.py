@@ -289,8 +289,11 @@ def test_the_row_class_specialised_kernel_is_chosen_else_the_generic_one(listed,
     ncdhw = next(r for r in rows if r.layout == "NCDHW" and r.dtype == "f32" and r.kernel == (3, 3, 3)
                  and r.size_class == "large")
     assert gpu_model.units(gpu_model.Role("gather"), ncdhw, {"V": 4, "specialised": True}) == 64 * 64 * 8 * 32 * 16
-    assert gpu_model.trips(gpu_model.Role("window", 1), k3, {"V": 1, "specialised": False}) == {1: 3, 2: 3, 3: 3}
-    assert gpu_model.trips(gpu_model.Role("gather"), k3, {"V": 1, "specialised": False}) == {1: 1.5, 2: 1.5, 3: 1.5}
+    # a generic kernel walks a window's 27 taps (an element's 3.375 covering windows on average) 8 a trip
+    assert gpu_model.generic_batch() == 8
+    assert gpu_model.trips(gpu_model.Role("window", 1), k3, {"V": 1, "specialised": False}) == {1: 4}
+    assert gpu_model.trips(gpu_model.Role("gather"), k3, {"V": 1, "specialised": False}) == {1: 1}
+    assert gpu_model.trips(gpu_model.Role("window", 1), k3, {"V": 4, "specialised": True}) == {1: 3, 2: 3, 3: 3}
 
 
 def test_a_non_overlapping_gradient_is_the_fused_kernel_else_the_window_and_gather_pair(listed, rows):
@@ -305,7 +308,7 @@ def test_a_non_overlapping_gradient_is_the_fused_kernel_else_the_window_and_gath
     assert [l.tag for l in gpu_model.predict(generic, row, machine)] == ["W2g", "Gg"]
 
 
-def test_a_launch_is_bytes_or_issue_bound_plus_the_launch_overhead(listed, rows):
+def test_a_launch_is_bytes_issue_or_latency_bound_plus_the_launch_overhead(listed, rows):
     row = next(r for r in rows if r.job == "inference" and r.size_class == "large")
     machine = gpu_model.GPUS["h200"]
     functions = [_named("void pool3d::gpu::WindowKernel<pool3d::F32T, pool3d::gpu::Generic<int>, 2, 1, 0>(int)",
@@ -313,12 +316,22 @@ def test_a_launch_is_bytes_or_issue_bound_plus_the_launch_overhead(listed, rows)
     row = gpu_model.Row(**{**row.__dict__, "dtype": "f32", "layout": "NCDHW", "kernel": (1, 1, 1),
                            "stride": (1, 1, 1), "padding": (0, 0, 0)})
     (got,) = gpu_model.predict(functions, row, machine)
-    # trips of a generic window: the taps per axis, 1 here; xu (5 a unit at 0.5 a clock) bounds the issue
+    # trips of a generic window: the taps per axis, 1 here; the listing's path: 21 instructions, 5 on the XU
+    # (16 lanes a clock an SM: 0.5 warp-instructions), its one LDG consumed once: one round trip a unit
     warps = row.m / 32
     issue_ms = warps * (5 / 0.5) / (machine.sms * machine.ghz * 1e9) * 1e3
     memory_ms = 2 * row.n * 4 / machine.bandwidth * 1e3
-    assert got.bound == ("xu" if issue_ms > memory_ms else "bytes")
-    assert math.isclose(got.ms, max(issue_ms, memory_ms) + gpu_model.LAUNCH_US / 1e3, rel_tol=1e-12)
+    assert math.isclose(got.issue_ms, issue_ms) and math.isclose(got.memory_ms, memory_ms)
+    # unknown registers: the most resident threads (2048 an SM); a warp alone: 5 XU instructions at 0.125 a clock
+    assert got.resident == 2048 and got.rounds == 1
+    per_thread = row.m / (machine.sms * 2048)
+    for latency in gpu_model.LATENCIES_NS:
+        latency_ms = per_thread * (latency * 1e-9 + (5 / 0.125) / (machine.ghz * 1e9)) * 1e3
+        assert math.isclose(got.latency_ms(latency), latency_ms, rel_tol=1e-12)
+        assert math.isclose(got.ms_at(latency), max(issue_ms, memory_ms, latency_ms) + gpu_model.LAUNCH_US / 1e3,
+                            rel_tol=1e-12)
+    assert got.bound == max((("bytes", memory_ms), ("issue", issue_ms), ("latency", got.latency_ms(700.0))),
+                            key=lambda t: t[1])[0]
 
 
 # --- the kernels' SASS (nvcc, cuobjdump, nvdisasm) ---------------------------------------------

@@ -144,8 +144,9 @@ def find_nvcc() -> str | None:
 def command(nvcc: str, ffi_include_dir: str, output: str, *, ptxas_report: bool = True) -> list[str]:
     """The nvcc command line that builds the library into `output`."""
     cmd = [
-        # --threads 0: the architectures compiled side by side, one per core
-        nvcc, "-std=c++17", "-O3", "-shared", "-cudart", "static", "--threads", "0",
+        # --threads 0: the architectures compiled side by side, one per core; -lineinfo: each instruction's
+        # source line (the same machine code: for compute-sanitizer's reports and checks/gpu_model.py's paths)
+        nvcc, "-std=c++17", "-O3", "-shared", "-cudart", "static", "--threads", "0", "-lineinfo",
         "-Xcompiler", "-fPIC,-fvisibility=hidden,-pthread",
         "-Xlinker", "--exclude-libs,ALL", "-Xcompiler", "-static-libstdc++",
         *GENCODE,

@@ -19,17 +19,22 @@
 //                                     non-overlapping windows: select and
 //                                     write dx in one pass
 // Where a call needs indices between two kernels (overlapping windows), they
-// live in memory from cudaMallocAsync on the call's stream, handed back by
-// cudaFreeAsync on the same stream after the gather: the free is ordered
-// behind the kernels that use it, whatever else XLA runs.
+// live in scratch memory from XLA's allocator (the FFI's ScratchAllocator),
+// which XLA frees when the handler returns, in order on the call's stream.
+// Handlers that never need scratch declare themselves command-buffer
+// compatible (XLA may capture them in its CUDA graphs).
 //
 // Two settings, read at each call (for the device check's variants):
 // POOL3D_CUDA_THREADS (threads per block: 64 to 1024, a multiple of 32;
 // default 256) and POOL3D_CUDA_VECTOR=0 (the Generic, scalar kernels only).
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <mutex>
+#include <optional>
 #include <string>
 
 #include "launch_plan.h"
@@ -54,20 +59,25 @@ __device__ __forceinline__ void GridStride(const Launch<I>& g,
 
 // One kernel name per kind, its unit's template arguments in the name (the
 // static model, checks/gpu_model.py, reads them from the machine code).
+// Every kernel launches with up to kMaxThreads threads a block: ptxas keeps
+// each to 65,536 / kMaxThreads = 128 registers (then two blocks of 256 fit an
+// SM) and, with that room, issues a unit's loads before their first use.
+constexpr int kMaxThreads = 512;
+
 template <class T, class Win, int L, int V, int Mode>
-__global__ void WindowKernel(Launch<typename Win::Offset> g,
+__global__ void __launch_bounds__(kMaxThreads, 1) WindowKernel(Launch<typename Win::Offset> g,
                              Operands<typename T::M> p) {
   GridStride<WindowUnit<T, Win, L, V, Mode>>(g, p);
 }
 
 template <class T, class Win, int L, int V>
-__global__ void GatherKernel(Launch<typename Win::Offset> g,
+__global__ void __launch_bounds__(kMaxThreads, 1) GatherKernel(Launch<typename Win::Offset> g,
                              Operands<typename T::M> p) {
   GridStride<GatherUnit<T, Win, L, V>>(g, p);
 }
 
 template <class T, class Win, int L, int V, int Mode>
-__global__ void FusedKernel(Launch<typename Win::Offset> g,
+__global__ void __launch_bounds__(kMaxThreads, 1) FusedKernel(Launch<typename Win::Offset> g,
                             Operands<typename T::M> p) {
   GridStride<FusedUnit<T, Win, L, V, Mode>>(g, p);
 }
@@ -87,7 +97,21 @@ struct KernelOf<FusedUnit<T, Win, L, V, Mode>> {
   static constexpr auto kFn = &FusedKernel<T, Win, L, V, Mode>;
 };
 
-// Launches on one stream; the first failed launch's error is kept.
+// The most threads a block of Unit's kernel can launch with, from its
+// attributes (its registers and __launch_bounds__), read once per kernel.
+template <class Unit>
+cudaError_t MaxThreads(int* max_threads) {
+  static cudaFuncAttributes attributes = {};
+  static const cudaError_t error = cudaFuncGetAttributes(&attributes, KernelOf<Unit>::kFn);
+  *max_threads = attributes.maxThreadsPerBlock;
+  return error;
+}
+
+// Launches on one stream; the first failed launch's error is kept. A block
+// larger than a kernel can launch (POOL3D_CUDA_THREADS above its limit) is
+// fitted to the limit (launch_plan.h's FitThreads), with one remark per
+// kernel on stderr, so no configuration fails the program for a kernel's
+// limits.
 struct CudaExec {
   cudaStream_t stream;
   cudaError_t error = cudaSuccess;
@@ -96,9 +120,23 @@ struct CudaExec {
   bool Launch(const gpu::Launch<I>& l, const Operands<M>& p, int64_t blocks,
               int threads) {
     if (l.units == 0) return true;
+    int max_threads = 0;
+    error = MaxThreads<Unit>(&max_threads);
+    if (error != cudaSuccess) return false;
+    const int fitted = FitThreads(threads, max_threads);
+    if (fitted != threads) {
+      static std::once_flag said;
+      std::call_once(said, [&] {
+        std::fprintf(stderr,
+                     "pool3d_pass: a CUDA kernel of this call launches at most %d threads a block; "
+                     "%d asked (POOL3D_CUDA_THREADS): it runs with %d\n",
+                     max_threads, threads, fitted);
+      });
+      blocks = std::min<int64_t>((int64_t(l.units) + fitted - 1) / fitted, kMaxBlocks);
+    }
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3(unsigned(blocks));
-    cfg.blockDim = dim3(unsigned(threads));
+    cfg.blockDim = dim3(unsigned(fitted));
     cfg.stream = stream;
     // cudaLaunchKernelEx returns this launch's own error (a bad
     // configuration), not one left behind by someone else's kernel.
@@ -127,45 +165,36 @@ ffi::Error Failed(const char* target, const char* what, cudaError_t e) {
                               cudaGetErrorString(e));
 }
 
-// Runs `plan` on `stream`; the indices between two steps in stream-ordered
-// scratch memory.
-ffi::Error Run(const char* target, cudaStream_t stream, const Geom& g,
-               ElementType t, const CallPlan& plan, const void* x,
-               const void* y_in, const void* go, const int16_t* idx_in,
-               void* y, int16_t* idx, void* dx) {
+// Runs `plan` on `stream`; the indices between two steps in scratch memory
+// from XLA's allocator (the FFI's ScratchAllocator: XLA sees it, can plan
+// around it, and frees it when the handler returns, ordered on the stream
+// behind these launches; null: a call whose plan never needs any).
+ffi::Error Run(const char* target, cudaStream_t stream, ffi::ScratchAllocator* scratch, const Geom& g,
+               ElementType t, const CallPlan& plan, const CallOperands& ops) {
   CudaExec exec{stream};
-  if (plan.n == 1) {
-    if (!RunStep(exec, g, plan.steps[0], t, x, y_in, go, idx_in, y, idx, dx))
-      return exec.error != cudaSuccess
-                 ? Failed(target, "CUDA launch failed", exec.error)
-                 : ffi::Error::Internal(std::string(target) + ": no kernel for this plan");
-    return ffi::Error::Success();
+  auto alloc = [&](size_t bytes) -> void* {
+    if (scratch == nullptr) return nullptr;
+    const std::optional<void*> memory = scratch->Allocate(bytes, 16);
+    return memory.has_value() ? *memory : nullptr;
+  };
+  switch (RunPlan(exec, alloc, g, t, plan, ops)) {
+    case RunStatus::kOk:
+      return ffi::Error::Success();
+    case RunStatus::kNoScratch:
+      return ffi::Error(ffi::ErrorCode::kResourceExhausted,
+                        std::string(target) + ": no device memory from XLA's allocator for " +
+                            std::to_string(plan.scratch_bytes) + " bytes of indices");
+    case RunStatus::kLaunchFailed:
+      break;
   }
-  void* scratch = nullptr;
-  cudaError_t e = cudaMallocAsync(&scratch, plan.scratch_bytes, stream);
-  if (e != cudaSuccess)
-    return ffi::Error(ffi::ErrorCode::kResourceExhausted,
-                      std::string(target) + ": no device memory for " +
-                          std::to_string(plan.scratch_bytes) +
-                          " bytes of indices: " + cudaGetErrorString(e));
-  int16_t* s = static_cast<int16_t*>(scratch);
-  const bool ok =
-      RunStep(exec, g, plan.steps[0], t, x, y_in, nullptr, nullptr, nullptr, s, nullptr) &&
-      RunStep(exec, g, plan.steps[1], t, nullptr, nullptr, go, s, nullptr, nullptr, dx);
-  // Freed in stream order, after whatever was queued above.
-  const cudaError_t freed = cudaFreeAsync(scratch, stream);
-  if (!ok)
-    return exec.error != cudaSuccess
-               ? Failed(target, "CUDA launch failed", exec.error)
-               : ffi::Error::Internal(std::string(target) + ": no kernel for this plan");
-  if (freed != cudaSuccess) return Failed(target, "cudaFreeAsync failed", freed);
-  return ffi::Error::Success();
+  return exec.error != cudaSuccess ? Failed(target, "CUDA launch failed", exec.error)
+                                   : ffi::Error::Internal(std::string(target) + ": no kernel for this plan");
 }
 
 // std::bad_alloc here is host memory.
 constexpr const char* kOutOfMemory = "out of host memory";
 
-ffi::Error Backward(cudaStream_t stream, ffi::AnyBuffer grad_output,
+ffi::Error Backward(cudaStream_t stream, ffi::ScratchAllocator& scratch, ffi::AnyBuffer grad_output,
                     ffi::AnyBuffer input, ffi::AnyBuffer output,
                     ffi::Result<ffi::AnyBuffer> grad_input, PoolAttrs a) {
   Checked c;
@@ -174,10 +203,12 @@ ffi::Error Backward(cudaStream_t stream, ffi::AnyBuffer grad_output,
   if (c.empty) return ffi::Error::Success();
   const PlanOptions o = Options(c.g, c.t, {grad_output.untyped_data(), input.untyped_data(),
                                            output.untyped_data(), grad_input->untyped_data()});
-  return Run(kBackward, stream, c.g, c.t, PlanCall(c.g, Call::kBackward, o),
-             input.untyped_data(), output.untyped_data(),
-             grad_output.untyped_data(), nullptr, nullptr, nullptr,
-             grad_input->untyped_data());
+  CallOperands ops;
+  ops.x = input.untyped_data();
+  ops.y_in = output.untyped_data();
+  ops.go = grad_output.untyped_data();
+  ops.dx = grad_input->untyped_data();
+  return Run(kBackward, stream, &scratch, c.g, c.t, PlanCall(c.g, Call::kBackward, o), ops);
 }
 
 ffi::Error Forward(cudaStream_t stream, ffi::AnyBuffer input,
@@ -188,10 +219,11 @@ ffi::Error Forward(cudaStream_t stream, ffi::AnyBuffer input,
   if (c.empty) return ffi::Error::Success();
   const PlanOptions o = Options(c.g, c.t, {input.untyped_data(), output->untyped_data(),
                                            indices->untyped_data()});
-  return Run(kForward, stream, c.g, c.t, PlanCall(c.g, Call::kForward, o),
-             input.untyped_data(), nullptr, nullptr, nullptr,
-             output->untyped_data(),
-             static_cast<int16_t*>(indices->untyped_data()), nullptr);
+  CallOperands ops;
+  ops.x = input.untyped_data();
+  ops.y = output->untyped_data();
+  ops.idx = static_cast<int16_t*>(indices->untyped_data());
+  return Run(kForward, stream, nullptr, c.g, c.t, PlanCall(c.g, Call::kForward, o), ops);
 }
 
 ffi::Error ForwardOutput(cudaStream_t stream, ffi::AnyBuffer input,
@@ -200,10 +232,10 @@ ffi::Error ForwardOutput(cudaStream_t stream, ffi::AnyBuffer input,
   POOL3D_RETURN_IF_FAILED(CheckForwardOutput(input, *output, a, &c));
   if (c.empty) return ffi::Error::Success();
   const PlanOptions o = Options(c.g, c.t, {input.untyped_data(), output->untyped_data()});
-  return Run(kForwardOutput, stream, c.g, c.t,
-             PlanCall(c.g, Call::kForwardOutput, o), input.untyped_data(),
-             nullptr, nullptr, nullptr, output->untyped_data(), nullptr,
-             nullptr);
+  CallOperands ops;
+  ops.x = input.untyped_data();
+  ops.y = output->untyped_data();
+  return Run(kForwardOutput, stream, nullptr, c.g, c.t, PlanCall(c.g, Call::kForwardOutput, o), ops);
 }
 
 ffi::Error FromIndices(cudaStream_t stream, ffi::AnyBuffer grad_output,
@@ -215,14 +247,14 @@ ffi::Error FromIndices(cudaStream_t stream, ffi::AnyBuffer grad_output,
   if (c.empty) return ffi::Error::Success();
   const PlanOptions o = Options(c.g, c.t, {grad_output.untyped_data(), indices.untyped_data(),
                                            grad_input->untyped_data()});
-  return Run(kFromIndices, stream, c.g, c.t,
-             PlanCall(c.g, Call::kFromIndices, o), nullptr, nullptr,
-             grad_output.untyped_data(),
-             static_cast<const int16_t*>(indices.untyped_data()), nullptr,
-             nullptr, grad_input->untyped_data());
+  CallOperands ops;
+  ops.go = grad_output.untyped_data();
+  ops.idx_in = static_cast<const int16_t*>(indices.untyped_data());
+  ops.dx = grad_input->untyped_data();
+  return Run(kFromIndices, stream, nullptr, c.g, c.t, PlanCall(c.g, Call::kFromIndices, o), ops);
 }
 
-ffi::Error FromInput(cudaStream_t stream, ffi::AnyBuffer grad_output,
+ffi::Error FromInput(cudaStream_t stream, ffi::ScratchAllocator& scratch, ffi::AnyBuffer grad_output,
                      ffi::AnyBuffer input,
                      ffi::Result<ffi::AnyBuffer> grad_input, PoolAttrs a) {
   Checked c;
@@ -231,9 +263,11 @@ ffi::Error FromInput(cudaStream_t stream, ffi::AnyBuffer grad_output,
   if (c.empty) return ffi::Error::Success();
   const PlanOptions o = Options(c.g, c.t, {grad_output.untyped_data(), input.untyped_data(),
                                            grad_input->untyped_data()});
-  return Run(kFromInput, stream, c.g, c.t, PlanCall(c.g, Call::kFromInput, o),
-             input.untyped_data(), nullptr, grad_output.untyped_data(),
-             nullptr, nullptr, nullptr, grad_input->untyped_data());
+  CallOperands ops;
+  ops.x = input.untyped_data();
+  ops.go = grad_output.untyped_data();
+  ops.dx = grad_input->untyped_data();
+  return Run(kFromInput, stream, &scratch, c.g, c.t, PlanCall(c.g, Call::kFromInput, o), ops);
 }
 
 }  // namespace gpu
@@ -241,8 +275,16 @@ ffi::Error FromInput(cudaStream_t stream, ffi::AnyBuffer grad_output,
 
 #define POOL3D_STREAM \
   xla::ffi::Ffi::Bind().Ctx<xla::ffi::PlatformStream<cudaStream_t>>()
+// Calls whose plans may hold two steps take scratch for the indices between them.
+#define POOL3D_STREAM_SCRATCH \
+  POOL3D_STREAM.Ctx<xla::ffi::ScratchAllocator>()
 #define POOL3D_HANDLER(call) \
   pool3d::Entry(pool3d::k##call, pool3d::gpu::kOutOfMemory, pool3d::gpu::call)
+// Handlers that only launch kernels on the stream, on XLA's buffers, may be
+// captured in XLA's command buffers (CUDA graphs). Those with scratch may not:
+// XLA's scratch is freed when the handler returns, and a graph replay would
+// reach memory handed on since (XLA's Traits::kCmdBufferCompatible, api.h).
+#define POOL3D_GRAPHABLE {xla::ffi::Traits::kCmdBufferCompatible}
 
 // The handler symbols are the library's only exports (it is built with
 // -fvisibility=hidden; library.py looks them up with ctypes).
@@ -250,22 +292,22 @@ ffi::Error FromInput(cudaStream_t stream, ffi::AnyBuffer grad_output,
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(Pool3dCudaMaxPooling3dBackward,
                               POOL3D_HANDLER(Backward),
-                              POOL3D_BIND_BACKWARD(POOL3D_STREAM));
+                              POOL3D_BIND_BACKWARD(POOL3D_STREAM_SCRATCH));
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(Pool3dCudaMaxPooling3dForward,
                               POOL3D_HANDLER(Forward),
-                              POOL3D_BIND_FORWARD(POOL3D_STREAM));
+                              POOL3D_BIND_FORWARD(POOL3D_STREAM), POOL3D_GRAPHABLE);
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(Pool3dCudaMaxPooling3dForwardOutput,
                               POOL3D_HANDLER(ForwardOutput),
-                              POOL3D_BIND_FORWARD_OUTPUT(POOL3D_STREAM));
+                              POOL3D_BIND_FORWARD_OUTPUT(POOL3D_STREAM), POOL3D_GRAPHABLE);
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(Pool3dCudaMaxPooling3dBackwardFromIndices,
                               POOL3D_HANDLER(FromIndices),
-                              POOL3D_BIND_FROM_INDICES(POOL3D_STREAM));
+                              POOL3D_BIND_FROM_INDICES(POOL3D_STREAM), POOL3D_GRAPHABLE);
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(Pool3dCudaMaxPooling3dBackwardFromInput,
                               POOL3D_HANDLER(FromInput),
-                              POOL3D_BIND_FROM_INPUT(POOL3D_STREAM));
+                              POOL3D_BIND_FROM_INPUT(POOL3D_STREAM_SCRATCH));
 
 #pragma GCC visibility pop

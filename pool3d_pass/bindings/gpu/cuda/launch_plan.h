@@ -39,6 +39,7 @@ enum class Kernel : int {
   kGather = 2,        // g, indices -> dx
   kFusedFromInput = 3,   // x, g -> dx (non-overlapping windows)
   kFusedFromOutput = 4,  // x, y, g -> dx (non-overlapping windows)
+  kWindowIndices = 5,    // x -> indices (no y: backward_from_input's first step)
 };
 
 // The calls, as the handlers name them.
@@ -127,23 +128,70 @@ inline bool Overlapping(const Geom& g) {
   return g.sD < g.kD || g.sH < g.kH || g.sW < g.kW;
 }
 
+// Whether NCDHW units of `kernel` read two vectors a row (window kernels of
+// overlapping windows).
+inline constexpr bool WideWindows(Kernel kernel, bool overlap) {
+  return overlap && (kernel == Kernel::kWindowMax || kernel == Kernel::kWindowSelect ||
+                     kernel == Kernel::kWindowIndices);
+}
+
+// Whether `kernel` has a one-lane (V = 1) Fixed unit for non-overlapping
+// windows: where no 128-bit vector fits (C3D's pools in PyTorch's layout,
+// rows of 28 or 56 bf16; a 3-channel input), these still run unrolled, every
+// load of a unit first, instead of the Generic kernels.
+inline constexpr bool ScalarUnits(Kernel kernel, bool overlap) {
+  return !overlap && (kernel == Kernel::kWindowMax || kernel == Kernel::kGather ||
+                      kernel == Kernel::kFusedFromInput || kernel == Kernel::kFusedFromOutput);
+}
+
+// The one-lane width (kScalarWidth) where ScalarUnits applies and the
+// accesses align: NCDHW, a window's kW columns one access (rows of an even
+// number of elements, each row covered by whole windows); NDHWC, single
+// elements. Else 1 (the Generic kernels).
+constexpr int kScalarWidth = -1;
+inline int ScalarWidth(const Geom& g, Kernel kernel, int elem_bytes) {
+  if (!ScalarUnits(kernel, Overlapping(g))) return 1;
+  if (g.in_cl) return kScalarWidth;
+  const int64_t bytes = g.kW * elem_bytes;  // a window's columns in one row
+  if (bytes != 4 && bytes != 8 && bytes != 16) return 1;
+  if (g.W != g.Wo * g.kW || (g.W * elem_bytes) % bytes != 0) return 1;
+  return kScalarWidth;
+}
+
 // The vector width of `kernel` for a Fixed class, or 1 where the extents do
-// not allow the 128-bit path (then the Generic kernels run).
+// not allow the 128-bit path nor the one-lane one (then the Generic kernels
+// run); kScalarWidth: the one-lane Fixed unit (V = 1).
 inline int VectorWidth(const Geom& g, Kernel kernel, int elem_bytes) {
   const int lanes = 16 / elem_bytes;  // elements in 128 bits
-  if (g.in_cl) return g.C % lanes == 0 ? lanes : 1;
+  if (g.in_cl) return g.C % lanes == 0 ? lanes : ScalarWidth(g, kernel, elem_bytes);
   // NCDHW: rows must start 16-byte aligned.
-  if ((g.W * elem_bytes) % 16 != 0) return 1;
+  if ((g.W * elem_bytes) % 16 != 0) return ScalarWidth(g, kernel, elem_bytes);
   const bool overlap = Overlapping(g);
-  if (kernel == Kernel::kGather && overlap) {
-    return g.W % lanes == 0 && lanes % g.sW == 0 ? lanes : 1;
+  if (kernel == Kernel::kGather && overlap) {  // and lanes / sW windows' indices one vector
+    return g.W % lanes == 0 && lanes % g.sW == 0 && g.Wo % (lanes / g.sW) == 0 &&
+                   g.W <= g.Wo * g.sW
+               ? lanes
+               : 1;
   }
-  // V outputs (windows) per unit: their input columns are one vector.
+  // V outputs (windows) per unit: their input columns are one vector, inside
+  // the row for every unit (window_units.h reads it unchecked). Overlapping
+  // window kernels take two vectors a row where the row allows (WideWindows:
+  // neighbouring windows share columns, so the more a unit holds, the fewer
+  // columns it reads and searches twice).
   if (lanes % g.sW != 0) return 1;
   const int V = lanes / int(g.sW);
   if (g.Wo % V != 0) return 1;
   if (!overlap && g.W != g.Wo * g.kW) return 1;  // blocks cover each row
+  if (g.Wo * g.sW > g.W) return 1;
+  if (WideWindows(kernel, overlap) && g.Wo % (2 * V) == 0) return 2 * V;
   return V;
+}
+
+// Whether the Generic kernels select and write the gradient of a call in one
+// pass (FusedUnit): windows that tile the input, k = s without padding (the
+// fused unit owns its block, and the rows no window covers after the last).
+inline bool Fusible(const Geom& g) {
+  return g.kD == g.sD && g.kH == g.sH && g.kW == g.sW && g.pD == 0 && g.pH == 0 && g.pW == 0;
 }
 
 inline int64_t Product(int64_t a, int64_t b, int64_t c) { return a * b * c; }
@@ -162,9 +210,10 @@ inline Step PlanStep(const Geom& g, Kernel kernel, const PlanOptions& o) {
                                                                   : WindowClass::kGeneric;
   int V = cls == WindowClass::kGeneric ? 1 : VectorWidth(g, kernel, o.elem_bytes);
   if (V == 1) cls = WindowClass::kGeneric;
+  if (V == kScalarWidth) V = 1;  // a Fixed class, one lane a unit
   const bool fused = kernel == Kernel::kFusedFromInput || kernel == Kernel::kFusedFromOutput;
   if (fused && (cls == WindowClass::kGeneric || Overlapping(g))) {
-    cls = WindowClass::kGeneric;  // PlanCall never asks this
+    cls = WindowClass::kGeneric;  // PlanCall asks this only where Fusible
     V = 1;
   }
   if (cls != WindowClass::kGeneric) {
@@ -173,8 +222,9 @@ inline Step PlanStep(const Geom& g, Kernel kernel, const PlanOptions& o) {
     s.in_per_outer = g.in_cl ? in_sp * g.C : in_sp;
     s.out_per_outer = g.in_cl ? out_sp * g.C : out_sp;
     if (kernel == Kernel::kGather && Overlapping(g)) {  // blocks of input positions
-      const int64_t bd = Blocks(g.D, GatherBlock(int(g.kD))), bh = Blocks(g.H, GatherBlock(int(g.kH)));
-      s.units_per_outer = g.in_cl ? bd * bh * Blocks(g.W, GatherBlock(int(g.kW))) * (g.C / V)
+      const int64_t bd = Blocks(g.D, GatherBlock(int(g.kD), int(g.sD))),
+                    bh = Blocks(g.H, GatherBlock(int(g.kH), int(g.sH)));
+      s.units_per_outer = g.in_cl ? bd * bh * Blocks(g.W, GatherBlock(int(g.kW), int(g.sW))) * (g.C / V)
                                   : bd * bh * (g.W / V);
     } else {
       s.units_per_outer = s.out_per_outer / V;
@@ -224,12 +274,12 @@ inline CallPlan PlanCall(const Geom& g, Call call, const PlanOptions& o) {
       const Kernel fused = call == Call::kBackward ? Kernel::kFusedFromOutput
                                                    : Kernel::kFusedFromInput;
       Step f = PlanStep(g, fused, o);
-      if (f.cls != WindowClass::kGeneric) {
+      if (f.cls != WindowClass::kGeneric || Fusible(g)) {
         p.steps[p.n++] = f;
         break;
       }
       p.steps[p.n++] = PlanStep(
-          g, call == Call::kBackward ? Kernel::kWindowSelect : Kernel::kWindowMax, o);
+          g, call == Call::kBackward ? Kernel::kWindowSelect : Kernel::kWindowIndices, o);
       p.steps[p.n++] = PlanStep(g, Kernel::kGather, o);
       p.scratch_bytes = size_t(windows) * sizeof(int16_t);
       break;
@@ -258,9 +308,9 @@ Launch<I> MakeLaunch(const Geom& g, const Step& s, int64_t c) {
   int64_t dv[4];
   if (s.cls != WindowClass::kGeneric) {
     // Overlapping gathers count blocks of input positions (GatherBlock), the rest outputs.
-    const int64_t W = per_input ? Blocks(g.W, g.in_cl ? GatherBlock(int(g.kW)) : s.V) : g.Wo;
-    const int64_t H = per_input ? Blocks(g.H, GatherBlock(int(g.kH))) : g.Ho;
-    const int64_t D = per_input ? Blocks(g.D, GatherBlock(int(g.kD))) : g.Do;
+    const int64_t W = per_input ? Blocks(g.W, g.in_cl ? GatherBlock(int(g.kW), int(g.sW)) : s.V) : g.Wo;
+    const int64_t H = per_input ? Blocks(g.H, GatherBlock(int(g.kH), int(g.sH))) : g.Ho;
+    const int64_t D = per_input ? Blocks(g.D, GatherBlock(int(g.kD), int(g.sD))) : g.Do;
     if (s.layout == kNcdhw) {
       dv[0] = per_input ? W : W / s.V; dv[1] = H; dv[2] = D; dv[3] = 1;
     } else {
@@ -281,6 +331,14 @@ Launch<I> MakeLaunch(const Geom& g, const Step& s, int64_t c) {
   l.sdiv[1] = MakeFastDiv<U>(U(g.sH));
   l.sdiv[2] = MakeFastDiv<U>(U(g.sW));
   return l;
+}
+
+// The threads a block of a kernel gets: the plan's, or, where that kernel
+// cannot launch so many (cudaFuncGetAttributes' maxThreadsPerBlock: its
+// registers or its __launch_bounds__), the most it can, a multiple of 32.
+inline int FitThreads(int requested, int kernel_max) {
+  if (kernel_max <= 0 || requested <= kernel_max) return requested;
+  return std::max(32, kernel_max / 32 * 32);
 }
 
 // Element offsets of chunk c's first outer item: (input side, output side).

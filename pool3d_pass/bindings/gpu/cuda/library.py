@@ -16,11 +16,15 @@ no CUDA installation (the driver is looked up when a kernel first runs).
 That runtime needs a driver of its CUDA major release or newer: where the
 machine's NVIDIA driver is older than the release the library was built with
 (`Pool3dCudaRuntimeVersion`, version.cc), `unavailable()` says so and
-the Pallas kernels serve. Without a driver (a CPU machine, a deviceless
-compile) nothing is compared.
+the Pallas kernels serve; likewise where a GPU is older than compute
+capability 8.0 (`capability_problem`: a V100 or a T4, where every launch
+would fail). Without a driver (a CPU machine, a deviceless compile) nothing
+is compared.
 
 `POOL3D_CUDA_LIBRARY=/path/to/_cuda_kernels.so`, read by the first load,
-names another build.
+names another build. Where the package holds a CUDA 12 build too
+(`_cuda_kernels_cu12.so`), a machine whose driver supports CUDA 12 but not
+13 loads that one (`library_path`).
 """
 
 from __future__ import annotations
@@ -45,9 +49,23 @@ SYMBOLS = {
 }
 
 
+# A library built with CUDA 12 beside the CUDA 13 one (a wheel may carry both; docs/gpu.md "CUDA 12 drivers"):
+# the one a CUDA 12 driver loads, the CUDA 13 runtime linked into the other needing a CUDA 13 driver.
+CUDA12_LIBRARY_NAME = "_cuda_kernels_cu12.so"
+
+
 def library_path() -> str:
-    """The library file used: $POOL3D_CUDA_LIBRARY, else the one built into the package."""
-    return os.environ.get(LIBRARY_ENV) or os.path.join(os.path.dirname(os.path.abspath(__file__)), LIBRARY_NAME)
+    """The library file used: $POOL3D_CUDA_LIBRARY; else the package's, the CUDA 12 build where the NVIDIA
+    driver supports CUDA 12 but not 13 and the package holds one; else the CUDA 13 build."""
+    named = os.environ.get(LIBRARY_ENV)
+    if named:
+        return named
+    here = os.path.dirname(os.path.abspath(__file__))
+    driver = driver_version()
+    cuda12 = os.path.join(here, CUDA12_LIBRARY_NAME)
+    if driver is not None and 12000 <= driver < 13000 and os.path.isfile(cuda12):
+        return cuda12
+    return os.path.join(here, LIBRARY_NAME)
 
 
 def is_built() -> bool:
@@ -106,6 +124,48 @@ def driver_problem(library) -> str | None:
             "from source with that CUDA's nvcc to use them)")
 
 
+# The oldest GPUs the kernels run on: compute capability 8.0 (A100; the library holds sm_80 and sm_90a SASS
+# and compute_90 PTX, and its searches use max.NaN, an sm_80 instruction).
+MIN_CAPABILITY = (8, 0)
+_CU_ATTRIBUTE_MAJOR, _CU_ATTRIBUTE_MINOR = 75, 76  # CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR / _MINOR (cuda.h)
+
+
+@functools.cache
+def compute_capabilities() -> tuple[tuple[str, int, int], ...]:
+    """(name, major, minor) of every GPU the NVIDIA driver shows (libcuda's cuDeviceGetAttribute); () without a
+    driver or a GPU."""
+    try:
+        driver = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return ()
+    if driver.cuInit(0) != 0:
+        return ()
+    count = ctypes.c_int(0)
+    if driver.cuDeviceGetCount(ctypes.byref(count)) != 0:
+        return ()
+    found = []
+    for ordinal in range(count.value):
+        device, major, minor = ctypes.c_int(0), ctypes.c_int(0), ctypes.c_int(0)
+        name = ctypes.create_string_buffer(256)
+        if (driver.cuDeviceGet(ctypes.byref(device), ordinal) != 0
+                or driver.cuDeviceGetAttribute(ctypes.byref(major), _CU_ATTRIBUTE_MAJOR, device) != 0
+                or driver.cuDeviceGetAttribute(ctypes.byref(minor), _CU_ATTRIBUTE_MINOR, device) != 0):
+            continue
+        driver.cuDeviceGetName(name, len(name), device)
+        found.append((name.value.decode(errors="replace"), major.value, minor.value))
+    return tuple(found)
+
+
+def capability_problem() -> str | None:
+    """Why this machine's GPUs cannot run the kernels (one older than MIN_CAPABILITY), else None."""
+    old = [(n, major, minor) for n, major, minor in compute_capabilities() if (major, minor) < MIN_CAPABILITY]
+    if not old:
+        return None
+    name, major, minor = old[0]
+    return (f"the CUDA kernels need a GPU of compute capability {MIN_CAPABILITY[0]}.{MIN_CAPABILITY[1]} or newer; "
+            f"{name} is {major}.{minor} (the Pallas kernels, or XLA, serve instead)")
+
+
 def load():
     """The loaded library; raises ImportError saying why it cannot be used."""
     library, reason = _load(library_path())
@@ -115,9 +175,11 @@ def load():
 
 
 def unavailable() -> str | None:
-    """Why the CUDA kernels cannot serve (None: the library loads and the driver, if any, can run it)."""
+    """Why the CUDA kernels cannot serve (None: the library loads, and the driver and GPUs, if any, can run it)."""
     library, reason = _load(library_path())
-    return reason if library is None else driver_problem(library)
+    if library is None:
+        return reason
+    return driver_problem(library) or capability_problem()
 
 
 def _capsule(function_pointer: int):

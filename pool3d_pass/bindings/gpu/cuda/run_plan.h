@@ -32,14 +32,24 @@ void ForWindowClass(WindowClass c, Fn&& fn) {
   }
 }
 
-// The vector width launch_plan.h's VectorWidth gives a Fixed window W, as a
-// compile-time constant (the plan's V is checked against it).
+// The vector widths launch_plan.h's VectorWidth can give a Fixed window W, as
+// compile-time constants (the plan's V is checked against them): the one
+// vector a row, and (NCDHW overlapping window kernels) two (0: none).
 template <class T, class W, int L>
 constexpr int FixedWidth(Kernel k) {
   constexpr int lanes = 16 / int(sizeof(typename T::M));
   if (L == kNdhwc) return lanes;
   if (k == Kernel::kGather && W::kOverlap) return lanes;
   return lanes / W::sW;
+}
+template <class T, class W, int L>
+constexpr int WideWidth(Kernel k) {
+  return L == kNcdhw && WideWindows(k, W::kOverlap) ? 2 * FixedWidth<T, W, L>(k) : 0;
+}
+// The one-lane width (ScalarUnits), 0: none.
+template <class W>
+constexpr int OneLane(Kernel k) {
+  return ScalarUnits(k, W::kOverlap) ? 1 : 0;
 }
 
 // The pointers of chunk c of step s.
@@ -64,18 +74,28 @@ struct UnitOf {
 };
 template <class T, class W, int L, int V>
 struct UnitOf<Kernel::kWindowMax, T, W, L, V> { using type = WindowUnit<T, W, L, V, kMax>; };
+// (The selection and the indices alone feed a gather: PlanCall plans them only where windows
+// overlap, or for the Generic kernels; none is built for the non-overlapping classes.)
 template <class T, class W, int L, int V>
-struct UnitOf<Kernel::kWindowSelect, T, W, L, V> { using type = WindowUnit<T, W, L, V, kSelect>; };
+struct UnitOf<Kernel::kWindowSelect, T, W, L, V> {
+  using type = std::conditional_t<W::kOverlap, WindowUnit<T, W, L, V, kSelect>, void>;
+};
+// Indices only: Fixed windows skip what y needs; Generic ones share the kMax unit.
+template <class T, class W, int L, int V>
+struct UnitOf<Kernel::kWindowIndices, T, W, L, V> {
+  using type = std::conditional_t<W::kOverlap, WindowUnit<T, W, L, V, W::kFixed ? kIndices : kMax>, void>;
+};
 template <class T, class W, int L, int V>
 struct UnitOf<Kernel::kGather, T, W, L, V> { using type = GatherUnit<T, W, L, V>; };
+// (Fixed: non-overlapping classes; Generic: any, PlanCall fuses only where Fusible)
 template <class T, class W, int L, int V>
 struct UnitOf<Kernel::kFusedFromInput, T, W, L, V> {
-  using type = std::conditional_t<W::kFixed && !W::kOverlap,
+  using type = std::conditional_t<!W::kFixed || !W::kOverlap,
                                   FusedUnit<T, W, L, V, kByMax>, void>;
 };
 template <class T, class W, int L, int V>
 struct UnitOf<Kernel::kFusedFromOutput, T, W, L, V> {
-  using type = std::conditional_t<W::kFixed && !W::kOverlap,
+  using type = std::conditional_t<!W::kFixed || !W::kOverlap,
                                   FusedUnit<T, W, L, V, kByOutput>, void>;
 };
 
@@ -106,27 +126,37 @@ void ForKernel(Kernel k, Fn&& fn) {
     case Kernel::kGather: fn(std::integral_constant<Kernel, Kernel::kGather>{}); return;
     case Kernel::kFusedFromInput: fn(std::integral_constant<Kernel, Kernel::kFusedFromInput>{}); return;
     case Kernel::kFusedFromOutput: fn(std::integral_constant<Kernel, Kernel::kFusedFromOutput>{}); return;
+    case Kernel::kWindowIndices: fn(std::integral_constant<Kernel, Kernel::kWindowIndices>{}); return;
   }
 }
+
+// The buffers of one call (null: not an operand of it).
+struct CallOperands {
+  const void* x = nullptr;       // input
+  const void* y_in = nullptr;    // output given (backward)
+  const void* go = nullptr;      // grad_output
+  const int16_t* idx_in = nullptr;
+  void* y = nullptr;             // output written
+  int16_t* idx = nullptr;        // indices written
+  void* dx = nullptr;            // grad_input written
+};
 
 // Runs step s of a plan for element type t; false: the executor failed (or
 // a step the plan cannot make).
 template <class Exec>
-bool RunStep(Exec& exec, const Geom& g, const Step& s, ElementType t,
-             const void* x, const void* y_in, const void* go,
-             const int16_t* idx_in, void* y, int16_t* idx, void* dx) {
+bool RunStep(Exec& exec, const Geom& g, const Step& s, ElementType t, const CallOperands& ops) {
   bool ok = false;
   ForElementType(t, [&](auto tag) {
     using T = decltype(tag);
     using M = typename T::M;
     Operands<M> all;
-    all.x = static_cast<const M*>(x);
-    all.y_in = static_cast<const M*>(y_in);
-    all.go = static_cast<const M*>(go);
-    all.idx_in = idx_in;
-    all.y = static_cast<M*>(y);
-    all.idx = idx;
-    all.dx = static_cast<M*>(dx);
+    all.x = static_cast<const M*>(ops.x);
+    all.y_in = static_cast<const M*>(ops.y_in);
+    all.go = static_cast<const M*>(ops.go);
+    all.idx_in = ops.idx_in;
+    all.y = static_cast<M*>(ops.y);
+    all.idx = ops.idx;
+    all.dx = static_cast<M*>(ops.dx);
     ForKernel(s.kernel, [&](auto kernel) {
       constexpr Kernel K = decltype(kernel)::value;
       if (s.cls == WindowClass::kGeneric) {
@@ -141,7 +171,19 @@ bool RunStep(Exec& exec, const Geom& g, const Step& s, ElementType t,
         using W = decltype(win);
         auto with_layout = [&](auto layout) {
           constexpr int L = decltype(layout)::value;
-          constexpr int V = FixedWidth<T, W, L>(K);
+          constexpr int V = FixedWidth<T, W, L>(K), V2 = WideWidth<T, W, L>(K), V1 = OneLane<W>(K);
+          if constexpr (V2 > 0) {
+            if (s.V == V2) {
+              ok = LaunchUnits<K, T, W, L, V2>(exec, g, s, all);
+              return;
+            }
+          }
+          if constexpr (V1 > 0) {
+            if (s.V == V1) {
+              ok = LaunchUnits<K, T, W, L, V1>(exec, g, s, all);
+              return;
+            }
+          }
           ok = s.V == V && LaunchUnits<K, T, W, L, V>(exec, g, s, all);
         };
         if (s.layout == kNdhwc) {
@@ -153,6 +195,35 @@ bool RunStep(Exec& exec, const Geom& g, const Step& s, ElementType t,
     });
   });
   return ok;
+}
+
+// How running a plan ended.
+enum class RunStatus : int {
+  kOk = 0,
+  kNoScratch = 1,   // the allocator gave no memory for the indices between two steps
+  kLaunchFailed = 2,  // the executor refused or failed a launch
+};
+
+// Runs a whole plan: one step, or two with the int16 indices between them in
+// plan.scratch_bytes of memory from alloc(bytes) (nullptr: none; the caller
+// owns it and keeps it until both steps are done: XLA's scratch allocator
+// frees it when the handler returns, stream-ordered behind the launches).
+template <class Exec, class Alloc>
+RunStatus RunPlan(Exec& exec, Alloc&& alloc, const Geom& g, ElementType t, const CallPlan& plan,
+                  const CallOperands& ops) {
+  if (plan.n == 1) return RunStep(exec, g, plan.steps[0], t, ops) ? RunStatus::kOk : RunStatus::kLaunchFailed;
+  int16_t* indices = static_cast<int16_t*>(alloc(plan.scratch_bytes));
+  if (indices == nullptr) return RunStatus::kNoScratch;
+  CallOperands first, second;
+  first.x = ops.x;
+  first.y_in = ops.y_in;
+  first.idx = indices;
+  second.go = ops.go;
+  second.idx_in = indices;
+  second.dx = ops.dx;
+  return RunStep(exec, g, plan.steps[0], t, first) && RunStep(exec, g, plan.steps[1], t, second)
+             ? RunStatus::kOk
+             : RunStatus::kLaunchFailed;
 }
 
 }  // namespace gpu

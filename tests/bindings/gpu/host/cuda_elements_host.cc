@@ -4,7 +4,9 @@
 // here, launch by launch and thread by thread as the GPU would run the
 // grid-stride loops, and compares the results with the CPU kernels. POOL3D_HD
 // is empty here, so this is the same source the device code is compiled
-// from; only the 128-bit accesses become element loops.
+// from; only the 32- to 128-bit accesses become element loops, each counted
+// where its pointer is not aligned to its width (a device would fault).
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -17,15 +19,25 @@ using pool3d::Geom;
 using namespace pool3d::gpu;
 
 // Runs each launch's grid-stride loop: every (block, thread) of the grid,
-// each over its units, as kernels.cu's GridStride does.
+// each over its units, as kernels.cu's GridStride does. Where max_threads is
+// set (a kernel's limit, as cudaFuncGetAttributes would give it), blocks are
+// fitted to it as kernels.cu's CudaExec fits them (FitThreads), and counted.
 struct HostExec {
   int64_t launches = 0;
+  int max_threads = 0;
+  int64_t fitted = 0;
   template <Kernel K, class Unit, class I, class M>
   bool Launch(const pool3d::gpu::Launch<I>& l, const Operands<M>& p,
               int64_t blocks, int threads) {
     using U = typename std::make_unsigned<I>::type;
     ++launches;
     if (l.units == 0) return true;
+    const int fit = FitThreads(threads, max_threads);
+    if (fit != threads) {
+      ++fitted;
+      blocks = std::min<int64_t>((int64_t(l.units) + fit - 1) / fit, kMaxBlocks);
+      threads = fit;
+    }
     const U stride = U(blocks) * U(threads);
     for (int64_t b = 0; b < blocks; ++b)
       for (int t = 0; t < threads; ++t)
@@ -50,7 +62,8 @@ Geom MakeGeom(const int64_t* dims, const int64_t* ksp, int in_cl, int out_cl) {
   return g;
 }
 
-// opts: elem_bytes, aligned, threads, vector, narrow_limit, max_blocks, wide
+// opts: elem_bytes, aligned, threads, vector, narrow_limit, max_blocks, wide,
+// then (pool3d_run only) a kernel's thread limit and whether scratch fails
 PlanOptions MakeOptions(const int64_t* opts) {
   PlanOptions o;
   o.elem_bytes = int(opts[0]);
@@ -93,10 +106,24 @@ extern "C" void pool3d_plan(int call, const int64_t* dims, const int64_t* ksp,
   }
 }
 
+// launch_plan.h's FitThreads, for the test.
+extern "C" int pool3d_fit_threads(int requested, int kernel_max) {
+  return FitThreads(requested, kernel_max);
+}
+
+// The accesses so far that a device would have faulted on (a vector access at
+// a pointer not aligned to its width; unit_common.h counts them), then zero.
+extern "C" int64_t pool3d_misaligned() {
+  return MisalignedAccesses().exchange(0);
+}
+
 // Runs one call: 0 forward (x -> y, idx), 1 forward_output (x -> y),
 // 2 backward_from_indices (g, idx -> dx), 3 backward (x, y, g -> dx),
-// 4 backward_from_input (x, g -> dx). dtype 0 f32, 1 bf16, 2 f16.
-// Returns the number of launches, or -1 where the plan could not run.
+// 4 backward_from_input (x, g -> dx). dtype 0 f32, 1 bf16, 2 f16. The plan
+// runs as kernels.cu runs it (run_plan.h's RunPlan), its scratch a poisoned
+// vector (opts[8]: none given, as an exhausted allocator). Returns the number
+// of launches (plus 1000 times those fitted to opts[7] threads), -1 where
+// the plan could not run, -2 where it had no scratch.
 extern "C" int64_t pool3d_run(int call, int dtype, const int64_t* dims,
                               const int64_t* ksp, int in_cl, int out_cl,
                               const int64_t* opts, const void* x,
@@ -105,19 +132,30 @@ extern "C" int64_t pool3d_run(int call, int dtype, const int64_t* dims,
                               void* dx) {
   const Geom g = MakeGeom(dims, ksp, in_cl, out_cl);
   const CallPlan p = PlanCall(g, Call(call), MakeOptions(opts));
-  const pool3d::ElementType t = TypeOf(dtype);
   HostExec exec;
-  if (p.n == 1) {
-    if (!RunStep(exec, g, p.steps[0], t, x, y_in, go, idx_in, y, idx, dx)) return -1;
-    return exec.launches;
-  }
+  exec.max_threads = int(opts[7]);
   // Scratch indices poisoned: the gather must read only what step 0 wrote.
-  std::vector<int16_t> scratch(p.scratch_bytes / sizeof(int16_t), int16_t(0x5a5a));
-  if (!RunStep(exec, g, p.steps[0], t, x, y_in, nullptr, nullptr, nullptr,
-               scratch.data(), nullptr))
-    return -1;
-  if (!RunStep(exec, g, p.steps[1], t, nullptr, nullptr, go, scratch.data(),
-               nullptr, nullptr, dx))
-    return -1;
-  return exec.launches;
+  std::vector<int16_t> scratch;
+  auto alloc = [&](size_t bytes) -> void* {
+    if (opts[8] != 0) return nullptr;
+    scratch.assign(bytes / sizeof(int16_t), int16_t(0x5a5a));
+    return scratch.data();
+  };
+  CallOperands ops;
+  ops.x = x;
+  ops.y_in = y_in;
+  ops.go = go;
+  ops.idx_in = idx_in;
+  ops.y = y;
+  ops.idx = idx;
+  ops.dx = dx;
+  switch (RunPlan(exec, alloc, g, TypeOf(dtype), p, ops)) {
+    case RunStatus::kOk:
+      return exec.launches + 1000 * exec.fitted;
+    case RunStatus::kNoScratch:
+      return -2;
+    case RunStatus::kLaunchFailed:
+      break;
+  }
+  return -1;
 }
