@@ -3,14 +3,25 @@
 XLA:CPU rewrites `select-and-scatter` into a plain `scatter` before the final
 HLO text (`compiled.as_text()`), so a check for `select-and-scatter(` alone
 passes on every CPU program; a gradient left to XLA shows as either spelling.
-`reduce-scatter(` (a collective) is not one of them.
+`reduce-scatter(` (a collective) is not one of them. What the program moves
+between devices: `collectives` (checks/hlo_collectives.py, which the
+deviceless GPU check shares).
 """
 
 from __future__ import annotations
 
 import re
+import sys
+from pathlib import Path
 
-__all__ = ["POOL_GRADIENT_OP", "kernel_operand_shapes", "pool_gradient_ops"]
+try:
+    from checks.hlo_collectives import collectives, total_bytes
+except ModuleNotFoundError:  # a child process started from support/: the repository root, after the installed package
+    sys.path.append(str(Path(__file__).resolve().parents[2]))
+    from checks.hlo_collectives import collectives, total_bytes
+
+__all__ = ["POOL_GRADIENT_OP", "collectives", "kernel_calls", "kernel_operand_shapes", "pool_gradient_ops",
+           "total_bytes"]
 
 POOL_GRADIENT_OP = re.compile(r"(?<![\w-])(?:select-and-scatter|scatter)\(")
 
@@ -18,6 +29,14 @@ POOL_GRADIENT_OP = re.compile(r"(?<![\w-])(?:select-and-scatter|scatter)\(")
 def pool_gradient_ops(hlo: str) -> int:
     """How many select-and-scatter or scatter instructions the compiled HLO text holds."""
     return len(POOL_GRADIENT_OP.findall(hlo))
+
+
+def kernel_calls(hlo: str) -> dict[str, int]:
+    """Custom calls per call kind of the contract, by exact target name."""
+    from pool3d_pass.contract import TARGETS
+
+    targets = re.findall(r'custom_call_target="([^"]+)"', hlo)
+    return {kind: targets.count(target) for kind, target in TARGETS.items()}
 
 
 def kernel_operand_shapes(hlo: str) -> dict[str, list[list[list[int]]]]:

@@ -30,21 +30,14 @@ from jax.sharding import PartitionSpec as P  # noqa: E402
 
 import pool3d_pass  # noqa: E402
 
-from pool3d_pass.contract import TARGETS  # noqa: E402
 
-from compiled_hlo import pool_gradient_ops  # noqa: E402
+from compiled_hlo import kernel_calls, pool_gradient_ops, total_bytes  # noqa: E402
 
 COLLECTIVES = ("all-gather", "all-to-all", "collective-permute", "all-reduce", "reduce-scatter")
 
 
 def collectives(hlo: str) -> dict[str, int]:
     return {name: len(re.findall(rf"\b{name}(-start)?\(", hlo)) for name in COLLECTIVES}
-
-
-def kernel_calls(hlo: str) -> dict[str, int]:
-    """Custom calls per call kind of the contract, by exact target name."""
-    targets = re.findall(r'custom_call_target="([^"]+)"', hlo)
-    return {kind: targets.count(target) for kind, target in TARGETS.items()}
 
 
 def max_pool(x):
@@ -132,6 +125,8 @@ def record(name, strategy, plain: Plain, rewritten_compiled, got) -> dict:
         "max_difference": leaves_max_difference(plain.results, got),
         "plain_collectives": collectives(plain_hlo),
         "rewritten_collectives": collectives(rewritten_hlo),
+        "plain_bytes": total_bytes(plain_hlo),  # moved between devices, per device (checks/hlo_collectives.py)
+        "rewritten_bytes": total_bytes(rewritten_hlo),
         "kernel_calls": kernel_calls(rewritten_hlo),
         "plain_pool_gradient_ops": pool_gradient_ops(plain_hlo),  # > 0: the check below can fail
         "pool_gradient_ops_left": pool_gradient_ops(rewritten_hlo),
