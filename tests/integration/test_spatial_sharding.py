@@ -12,7 +12,9 @@ unsharded rewritten program's results bit for bit, hold the expected kernel
 calls with exactly the halo planes its windows need, move no more bytes
 between devices than XLA's own program (nothing at all where the windows
 line up with the shards), need no more memory per device, and say in one
-remark per call how it was split. On 4 devices, two training steps
+remark per call how it was split. Two more cases pool windows wider than a
+shard (one plane per device: halos from shards 2 to 4 away). On 4 devices,
+two training steps
 (convolution, ReLU, max pool, loss; depth 32 split over the devices):
 windows aligned with the shards move only what XLA's convolutions move.
 
@@ -30,7 +32,7 @@ import sys
 import pytest
 
 from corpus import SUPPORT  # noqa: E402
-from spatial_cases_table import CASES, STEPS, as_dict, name_of, problems, uncovered_pairs  # noqa: E402
+from spatial_cases_table import CASES, STEPS, WIDE, as_dict, name_of, problems, uncovered_pairs  # noqa: E402
 
 CASES_SCRIPT = SUPPORT / "spatial_cases.py"
 DEVICE_COUNTS = (2, 4, 8)
@@ -63,7 +65,7 @@ def records() -> dict[str, dict]:
     return run_children(DEVICE_COUNTS)
 
 
-NAMES = [name_of(as_dict(row)) for row in CASES]
+NAMES = [name_of(as_dict(row)) for row in CASES] + [name_of(case) for case in WIDE]
 
 
 def test_the_cases_cover_every_pair_of_factor_values():

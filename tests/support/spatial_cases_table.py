@@ -1,9 +1,11 @@
 """The spatially sharded cases' factors, their pairwise covering selection, and what each must show.
 
-Pure data and arithmetic (no JAX): tests/support/spatial_cases.py runs the
-cases in a child process per device count; tests/integration/test_spatial_sharding.py
+Data and arithmetic, no JAX at import: tests/support/spatial_cases.py runs
+the cases in a child process per device count; tests/integration/test_spatial_sharding.py
 (the pairwise `CASES`) and checks/spatial_sweep.py (every combination) judge
-the records with `problems`.
+the records with `problems`. The pools and the depth-sharded training step
+(`max_pool`, `conv_pool_step`) are shared with the deviceless GPU compile
+(checks/gpu_compile_check.py, tests/bindings/gpu/test_*deviceless*.py).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ WINDOWS = {
     "k3s2p1": ((3, 3, 3), (2, 2, 2), (1, 1, 1)),
     "k3s1p1": ((3, 3, 3), (1, 1, 1), (1, 1, 1)),
     "k122": ((1, 2, 2), (1, 2, 2), (0, 0, 0)),
+    "k5s1p2": ((5, 5, 5), (1, 1, 1), (2, 2, 2)),  # only in WIDE: a window wider than a shard
 }
 JOBS = ("layer", "bare", "recompute", "inference")
 FACTORS = {  # the factors of a case, each with its values (the device count first)
@@ -23,7 +26,7 @@ FACTORS = {  # the factors of a case, each with its values (the device count fir
     "axis": ("D", "H", "W"),
     "layout": ("NCDHW", "NDHWC"),
     "dtype": ("f32", "bf16", "f16"),
-    "window": tuple(WINDOWS),
+    "window": ("k2s2", "k3s2p1", "k3s1p1", "k122"),
     "job": JOBS,
     "shards": ("even", "uneven"),
     "partitioner": ("shardy", "gspmd"),
@@ -71,6 +74,11 @@ CASES = (
     (8, "W", "NDHWC", "bf16", "k122", "bare", "even", "shardy"),
     (8, "H", "NDHWC", "f32", "k2s2", "recompute", "even", "shardy"),
 )
+# Windows wider than a shard (one plane per device): halos from neighbours 2, 3, 4 shards away.
+WIDE = tuple(dict(zip(FACTORS, row, strict=True), planes=1) for row in (
+    (4, "D", "NCDHW", "f32", "k5s1p2", "bare", "even", "shardy"),
+    (8, "H", "NDHWC", "bf16", "k5s1p2", "layer", "even", "gspmd"),
+))
 STEPS = (("step_ncdhw_k2s2", "NCDHW", "k2s2"), ("step_ndhwc_k3s2p1", "NDHWC", "k3s2p1"))
 
 
@@ -78,8 +86,56 @@ def as_dict(row: tuple) -> dict:
     return dict(zip(FACTORS, row, strict=True))
 
 
+def max_pool(window: str, layout: str):
+    """The `WINDOWS[window]` max pool (JAX's reduce_window) of a volume in `layout`."""
+    import jax.numpy as jnp
+    from jax import lax
+
+    kernel, stride, padding = WINDOWS[window]
+    pads = tuple((p, p) for p in padding)
+    if layout == "NCDHW":
+        dims, strides, pads = (1, 1, *kernel), (1, 1, *stride), ((0, 0), (0, 0), *pads)
+    else:
+        dims, strides, pads = (1, *kernel, 1), (1, *stride, 1), ((0, 0), *pads, (0, 0))
+    return lambda x: lax.reduce_window(x, -jnp.inf, lax.max, dims, strides, pads)
+
+
+def step_shapes(layout: str) -> dict[str, tuple[int, ...]]:
+    """The training step's input (batch 2, 4 channels, depth 32, 16x16) and convolution kernel (4 -> 8)."""
+    if layout == "NCDHW":
+        return {"x": (2, 4, 32, 16, 16), "kernel": (8, 4, 3, 3, 3)}
+    return {"x": (2, 32, 16, 16, 4), "kernel": (3, 3, 3, 4, 8)}
+
+
+def conv_pool_step(layout: str, window: str, mesh):
+    """(step, the input's sharding): a training step on a volume whose depth is split over `mesh`'s one
+    axis: a 3x3x3 convolution SAME, ReLU, the max pool, mean square loss, SGD on the convolution kernel."""
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    pool = max_pool(window, layout)
+    numbers = ("NCDHW", "OIDHW", "NCDHW") if layout == "NCDHW" else ("NDHWC", "DHWIO", "NDHWC")
+    axis = mesh.axis_names[0]
+    split = NamedSharding(mesh, P(None, None, axis) if layout == "NCDHW" else P(None, axis))
+
+    def loss(kernel, x):
+        x = lax.with_sharding_constraint(x, split)
+        h = jax.nn.relu(lax.conv_general_dilated(x, kernel, (1, 1, 1), "SAME", dimension_numbers=numbers))
+        return jnp.mean(pool(h) ** 2)
+
+    def step(kernel, x):
+        value, grad = jax.value_and_grad(loss)(kernel, x)
+        return value, kernel - 0.1 * grad
+
+    return step, split
+
+
 def name_of(case: dict) -> str:
-    return "-".join(str(case[f]) for f in FACTORS)
+    planes = case.get("planes", 4)
+    return "-".join(str(case[f]) for f in FACTORS) + ("" if planes == 4 else f"-{planes}plane")
 
 
 def uncovered_pairs(rows) -> list[tuple]:
@@ -112,6 +168,7 @@ HALOS = {
     "k3s2p1": {"forward": (1, 0), "grad": (0, 1), "grad_input": (1, 2)},
     "k3s1p1": {"forward": (1, 1), "grad": (1, 1), "grad_input": (2, 2)},
     "k122": {"forward": (0, 0), "grad": (0, 0), "grad_input": (0, 0)},
+    "k5s1p2": {"forward": (2, 2), "grad": (2, 2), "grad_input": (4, 4)},
 }
 
 
@@ -168,7 +225,7 @@ def halo_problems(record: dict) -> list[str]:
     axis = "DHW".index(record["axis"])
     dim = axis + (1 if record["layout"] == "NDHWC" else 2)
     halos = HALOS[record["window"]]
-    planes = 4
+    planes = record.get("planes", 4)
     windows = planes // WINDOWS[record["window"]][1][axis]
     found = []
     for kind, calls in record["kernel_operand_shapes"].items():

@@ -187,3 +187,14 @@ def test_shard_map_and_pmap_bodies_get_the_single_gpu_kernels(program):
     manual_ways = 2 if program == "partially_manual" else 4  # the batch over the manual axes only
     assert shapes["forward"] == [[[SHAPE[0] // manual_ways, *SHAPE[1:]]]], shapes
     assert _collectives(hlo) == _collectives(plain)
+
+
+@pytest.mark.parametrize("gpus", [4, 8])
+@pytest.mark.parametrize(("layout", "window"), [("NCDHW", "k2s2"), ("NDHWC", "k3s2p1")])
+def test_depth_sharded_training_steps_run_per_gpu_with_halos_moving_no_more_than_xla(gpus, layout, window):
+    # depth 32 over the GPUs: k2 s2 windows stay inside each GPU's planes (only XLA's convolutions
+    # exchange planes); k3 s2 p1 windows take one plane from the GPU below (docs/jax_integration.md)
+    record = deviceless.compile_spatial_step(gpus, layout, window)
+    assert not record["problems"], record
+    assert record["kernel_calls"] == {"forward": 1, "backward_from_indices": 1}, record
+    assert "all-gather" not in record["rewritten_collectives"], record
