@@ -145,21 +145,22 @@ def main(argv=None) -> int:
                     for k, v in sorted(r["ptxas"].items()))
                 status = "ok" if not r["problems"] else "FAIL: " + "; ".join(r["problems"])
                 print(f"{r['case']:44s} {job:18s} {strategy:9s} {r['compile_s']:5.1f}s  {kernels}  {status}", flush=True)
+    spatial = []
     for gpus in SPATIAL_GPUS:
         for layout, window in SPATIAL_STEPS:
             with captured_stderr():  # XLA's ptxas log: the bench programs' table reports it
-                rows.append(deviceless.compile_spatial_step(gpus, layout, window))
-            r = rows[-1]
+                spatial.append(deviceless.compile_spatial_step(gpus, layout, window))
+            r = spatial[-1]
             status = "ok" if not r["problems"] else "FAIL: " + "; ".join(r["problems"])
             print(f"{r['case']:44s} {r['compile_s']:5.1f}s  XLA: {_spelled(r['plain_collectives'])}, "
                   f"{r['plain_bytes']:,} B; rewritten: {_spelled(r['rewritten_collectives'])}, "
                   f"{r['rewritten_bytes']:,} B  {status}", flush=True)
-    failed = [r for r in rows if r["problems"]]
+    failed = [r for r in rows + spatial if r["problems"]]
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps({
-        "jax": jax.__version__, "target": "NVIDIA H200 (sm_90a), deviceless", "rows": rows,
+        "jax": jax.__version__, "target": "NVIDIA H200 (sm_90a), deviceless", "rows": rows, "spatial": spatial,
         "failed": len(failed)}, indent=1))
-    print(f"{len(rows) - len(failed)} passed, {len(failed)} failed; JSON: {args.json}")
+    print(f"{len(rows) + len(spatial) - len(failed)} passed, {len(failed)} failed; JSON: {args.json}")
     return 1 if failed else 0
 
 

@@ -60,6 +60,7 @@ def test_rewritten_bench_programs_compile_for_h200_without_spills(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr[-4000:]
     result = json.loads(out.read_text())
     assert result["failed"] == 0 and len(result["rows"]) >= 20  # 4 per quick bench case
+    assert len(result["spatial"]) == 4  # the depth-sharded steps for 4 and 8 H200s, judged by the check
     for row in result["rows"]:
         assert row["triton_calls"] >= 2, row
         kernels = {name: report for name, report in row["ptxas"].items() if name.startswith("pool3d_gpu_")}
