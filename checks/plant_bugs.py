@@ -167,7 +167,7 @@ PLANTS = (
     Plant(
         name="halo-forward-keeps-a-filler-plane-as-the-selection",
         path="pool3d_pass/bindings/halo_exchange.py",
-        find="            indices = _first_real_taps(y, indices, plans, origins(False), False, pool, layout)\n",
+        find="        if edge_padding:\n            indices = _first_real_taps(y, indices, plans, origins(False), False, pool, layout)\n",
         replace="",
         tests=("tests/integration/test_spatial_sharding.py",),
         bug="split along a padded dimension, a window at the volume's low edge whose real elements are all -inf "
@@ -181,6 +181,15 @@ PLANTS = (
         tests=("tests/integration/test_spatial_sharding.py",),
         bug="the recompute call's planes outside the volume hold -inf, which an all -inf window's maximum "
             "equals: its gradient goes to a filler plane",
+    ),
+    Plant(
+        name="halo-fused-gradient-may-pick-a-filler-plane",
+        path="pool3d_pass/bindings/halo_exchange.py",
+        find="        if not edge_padding:\n",
+        replace="        if True:\n",
+        tests=("tests/integration/test_spatial_sharding.py",),
+        bug="split along a padded dimension, the fused gradient call runs on the widened block, where a window "
+            "at the volume's low edge whose real elements are all -inf selects a -inf filler plane",
     ),
     Plant(
         name="halo-exchange-sends-the-far-planes",

@@ -116,8 +116,8 @@ def _neighbour_planes(x, dim: int, count: int, direction: int, shard: int, topol
 
 def extend(x, dim: int, below: int, above: int, *, shard: int, extent: int, fill, topology: Topology):
     """This shard's block along `dim` (`shard` planes) widened to planes [c*shard - below, (c+1)*shard + above)
-    of the whole (`extent` planes); a negative count drops the shard's own planes on that side. Planes
-    outside the whole are `fill`."""
+    of the whole (`extent` planes); a negative `above` drops the shard's own last planes. Planes outside
+    the whole (the volume's edges, an uneven last shard's padded tail) are `fill`."""
     import jax.numpy as jnp
     from jax import lax
 

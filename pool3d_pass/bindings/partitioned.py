@@ -72,8 +72,8 @@ RANK = 5  # every tensor of the contract's calls (N, C and three pooled dimensio
 
 
 def deciding_operand(call: str) -> int:
-    """The operand whose batch/channel sharding every operand and result of `call` gets:
-    the forward input where the call reads it, else the indices."""
+    """The operand whose sharding decides the one every operand and result of `call` gets
+    (`kernel_sharding`): the forward input where the call reads it, else the indices."""
     operands = CALLS[call].operands
     return operands.index("input") if "input" in operands else operands.index("indices")
 

@@ -11,7 +11,7 @@ factors (every pair of values of any two factors occurs in some case;
 `test_spatial_sharding.py` checks it); `--all` runs every combination of
 the factors except the device count (the `slow` sweep).
 
-Per case, the same function is compiled three times: by plain jax.jit on the
+Per case, the same job is compiled three times: by plain jax.jit on the
 sharded input (XLA's own partitioning), through `pool3d_pass.jit` on the
 sharded input, and through `pool3d_pass.jit` on one device (the unsharded
 program, the reference). The record: whether the rewritten sharded results
@@ -19,7 +19,10 @@ are the unsharded ones bit for bit (and whether XLA's are, for the record),
 the kernel calls, each program's collectives and the bytes they move per
 device, each program's memory per device (`memory_analysis`: arguments,
 outputs and temporaries), and the remarks the partitioner's callbacks
-logged. The input holds ties, a NaN, and `-inf` filling the split
+logged. (The reference has no sharding constraint and runs on one device:
+the constrained job on unplaced input would still be a multi-device
+program.) The input holds ties, a NaN, -2 on the split dimension's last two
+planes of one channel, and `-inf` filling the split
 dimension's first two planes of one channel (windows at the volume's low
 edge whose real elements are all `-inf`).
 
@@ -112,7 +115,9 @@ def job_function(job: str, pool, constrain):
 
 
 def volume(case: dict) -> np.ndarray:
-    """Small integers (ties), one NaN, -inf on the split dimension's first two planes of channel 0."""
+    """Small integers (ties), one NaN, -inf on the split dimension's first two planes of channel 0, and -2
+    on its last two of channel 1 (windows there whose maximum is below 0, the padding an uneven split
+    adds beyond the volume)."""
     layout, axis, n = case["layout"], case["axis"], case["devices"]
     extent = n * case.get("planes", 4) - (1 if case["shards"] == "uneven" else 0)
     spatial = [6, 6, 6]
@@ -123,6 +128,9 @@ def volume(case: dict) -> np.ndarray:
     edge[1 if layout == "NCDHW" else 4] = 0
     edge[spatial_dimension(layout, axis)] = slice(0, 2)
     x[tuple(edge)] = -np.inf
+    edge[1 if layout == "NCDHW" else 4] = 1
+    edge[spatial_dimension(layout, axis)] = slice(extent - 2, extent)
+    x[tuple(edge)] = -2.0
     x.flat[x.size // 2 + 5] = np.nan
     return x
 
@@ -139,17 +147,28 @@ def same_bits(a, b) -> bool:
     return all(np.array_equal(u, v) for u, v in zip(bits(a), bits(b), strict=True))
 
 
+def max_difference(a, b) -> float:
+    return max(float(np.max(np.abs(np.asarray(u, np.float32) - np.asarray(v, np.float32))))
+               for u, v in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True))
+
+
 def memory(compiled) -> int:
     stats = compiled.memory_analysis()
     return int(stats.argument_size_in_bytes + stats.output_size_in_bytes + stats.temp_size_in_bytes
                - stats.alias_size_in_bytes)
 
 
-def compare(name: str, function, x, sharded_x, strategy, remarks: Remarks) -> dict:
-    """One function: XLA's partitioning, the rewrite's, and the unsharded rewrite (the reference)."""
+def one_device(value):
+    """`value` placed on the first device alone: a jit of it (with no sharding constraint) is unsharded."""
+    return jax.device_put(value, jax.devices()[0])
+
+
+def compare(name: str, function, unsharded, x, sharded_x, strategy, remarks: Remarks) -> dict:
+    """One job: XLA's partitioning (`function`, its sharding constraints in it), the rewrite's, and the
+    rewrite of the same job with no constraint on one device (`unsharded`: the reference)."""
     options = {} if strategy is None else {"strategy": strategy}
     plain = jax.jit(function).lower(sharded_x).compile()
-    reference = pool3d_pass.jit(function, **options)(x)
+    reference = pool3d_pass.jit(unsharded, **options)(one_device(x))
     remarks.take()
     rewritten = pool3d_pass.jit(function, **options).lower(sharded_x).compile()
     lines = remarks.take()
@@ -158,7 +177,7 @@ def compare(name: str, function, x, sharded_x, strategy, remarks: Remarks) -> di
     return {
         "case": name,
         "bits_equal": same_bits(reference, got),
-        "xla_bits_equal": same_bits(jax.jit(function)(x), plain(sharded_x)),
+        "xla_bits_equal": same_bits(jax.jit(unsharded)(one_device(x)), plain(sharded_x)),
         "kernel_calls": kernel_calls(rewritten_hlo),
         "kernel_operand_shapes": kernel_operand_shapes(rewritten_hlo),
         "pool_gradient_ops_left": pool_gradient_ops(rewritten_hlo),
@@ -181,10 +200,11 @@ def run_case(case: dict, remarks: Remarks) -> dict:
     x = jnp.asarray(volume(case), dtype)
     # Uneven shards cannot be placed by device_put: the function's constraint splits the replicated input.
     placed = jax.device_put(x, NamedSharding(mesh, P()) if case["shards"] == "uneven" else sharding)
-    function = job_function(case["job"], max_pool(case["window"], layout),
-                            lambda v: lax.with_sharding_constraint(v, sharding))
+    pool = max_pool(case["window"], layout)
+    function = job_function(case["job"], pool, lambda v: lax.with_sharding_constraint(v, sharding))
     strategy = "recompute" if case["job"] == "recompute" else None
-    record = compare(name_of(case), function, x, placed, strategy, remarks)
+    record = compare(name_of(case), function, job_function(case["job"], pool, lambda v: v), x, placed, strategy,
+                     remarks)
     record.update(case)
     if case["job"] == "inference" and case["shards"] == "uneven":
         # A jit's result cannot be split unevenly: both programs gather the pooled volume at the end, and
@@ -205,10 +225,11 @@ def run_step(name: str, layout: str, window: str, remarks: Remarks) -> dict:
     x = jnp.asarray(rng.standard_normal(shapes["x"]).astype(np.float32))
     kernel = jnp.asarray(rng.standard_normal(shapes["kernel"]).astype(np.float32) * 0.2)
     step, split = conv_pool_step(layout, window, mesh)
+    unsharded, _ = conv_pool_step(layout, window, None)
     xs = jax.device_put(x, split)
     kernel = jax.device_put(kernel, NamedSharding(mesh, P()))
     plain = jax.jit(step).lower(kernel, xs).compile()
-    reference = pool3d_pass.jit(step, strategy="indices")(kernel, x)
+    reference = pool3d_pass.jit(unsharded, strategy="indices")(one_device(kernel), one_device(x))
     remarks.take()
     rewritten = pool3d_pass.jit(step, strategy="indices").lower(kernel, xs).compile()
     lines = remarks.take()
@@ -218,10 +239,8 @@ def run_step(name: str, layout: str, window: str, remarks: Remarks) -> dict:
     return {
         "case": name, "layout": layout, "window": window, "devices": DEVICES,
         # the step's convolutions are XLA's in both: same loss and kernel up to their summation order
-        "max_difference_to_xla": max(float(jnp.max(jnp.abs(a - b))) for a, b in
-                                     zip(jax.tree.leaves(want), jax.tree.leaves(got), strict=True)),
-        "max_difference_to_unsharded": max(float(jnp.max(jnp.abs(a - b))) for a, b in
-                                           zip(jax.tree.leaves(reference), jax.tree.leaves(got), strict=True)),
+        "max_difference_to_xla": max_difference(want, got),
+        "max_difference_to_unsharded": max_difference(reference, got),
         "kernel_calls": kernel_calls(rewritten_hlo),
         "pool_gradient_ops_left": pool_gradient_ops(rewritten_hlo),
         "plain_collectives": collectives(plain_hlo),

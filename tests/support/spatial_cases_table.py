@@ -109,7 +109,8 @@ def step_shapes(layout: str) -> dict[str, tuple[int, ...]]:
 
 def conv_pool_step(layout: str, window: str, mesh):
     """(step, the input's sharding): a training step on a volume whose depth is split over `mesh`'s one
-    axis: a 3x3x3 convolution SAME, ReLU, the max pool, mean square loss, SGD on the convolution kernel."""
+    axis: a 3x3x3 convolution SAME, ReLU, the max pool, mean square loss, SGD on the convolution kernel.
+    With `mesh` None: the same step with no sharding constraint (and the sharding None)."""
     import jax
     import jax.numpy as jnp
     from jax import lax
@@ -118,11 +119,14 @@ def conv_pool_step(layout: str, window: str, mesh):
 
     pool = max_pool(window, layout)
     numbers = ("NCDHW", "OIDHW", "NCDHW") if layout == "NCDHW" else ("NDHWC", "DHWIO", "NDHWC")
-    axis = mesh.axis_names[0]
-    split = NamedSharding(mesh, P(None, None, axis) if layout == "NCDHW" else P(None, axis))
+    split = None
+    if mesh is not None:
+        axis = mesh.axis_names[0]
+        split = NamedSharding(mesh, P(None, None, axis) if layout == "NCDHW" else P(None, axis))
 
     def loss(kernel, x):
-        x = lax.with_sharding_constraint(x, split)
+        if split is not None:
+            x = lax.with_sharding_constraint(x, split)
         h = jax.nn.relu(lax.conv_general_dilated(x, kernel, (1, 1, 1), "SAME", dimension_numbers=numbers))
         return jnp.mean(pool(h) ** 2)
 
