@@ -93,7 +93,8 @@ def test_a_depth_sharded_training_step(records, step):
     else:
         assert rewritten < plain, record
     assert record["rewritten_memory"] <= record["plain_memory"]
-    # the convolutions are XLA's in both: the same up to their summation order, sharded or not
-    assert record["max_difference_to_unsharded"] < 1e-5 and record["max_difference_to_xla"] < 1e-5
+    # the convolutions and the weight gradient's sum are XLA's in both: the same up to their summation
+    # order, sharded or not (values of order 1; measured up to 1.3e-5 with JAX 0.9)
+    assert record["max_difference_to_unsharded"] < 1e-4 and record["max_difference_to_xla"] < 1e-4
     partitioning = [line for line in record["remarks"] if "per shard:" in line]
     assert len(partitioning) == 2 and all("D in 4 shards" in line for line in partitioning), partitioning
