@@ -5,8 +5,8 @@
 Runs tests/support/spatial_cases.py with `--all` in one child process per
 device count (each JAX reads its device count once): every combination of
 split dimension, layout, element type, window, job, even or uneven shards
-and partitioner (tests/support/spatial_cases_table.py, about 500 per device
-count, a few minutes each on 2 cores), and judges each record as
+and partitioner (tests/support/spatial_cases_table.py, 1,044 per device
+count, about 20 minutes each on 2 quiet cores), and judges each record as
 tests/integration/test_spatial_sharding.py judges its pairwise selection
 (`spatial_cases_table.problems`): the unsharded program's bits, the expected
 kernel calls and halo planes, no more bytes between devices nor memory per

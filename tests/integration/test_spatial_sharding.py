@@ -18,7 +18,7 @@ two training steps
 (convolution, ReLU, max pool, loss; depth 32 split over the devices):
 windows aligned with the shards move only what XLA's convolutions move.
 
-Every combination of the factors (about 500 per device count) is
+Every combination of the factors (1,044 per device count) is
 checks/spatial_sweep.py's, outside `make test`.
 """
 
