@@ -24,9 +24,11 @@ the forward input where the call reads it, else the indices;
   gathering it.
 
 Each time XLA partitions a call, its callback logs one remark (INFO,
-logger `pool3d_pass`, prefixed with the program's name while the compile
-hook compiles it: `compiling`): how each device runs the call, with the
-halos it exchanges, or what was gathered and why.
+logger `pool3d_pass`, "pool3d partitioning: <call> <attributes> on <input
+shape>: ..."): how each device runs the call, with the halos it exchanges,
+or what was regrouped or gathered and why. (The callback runs inside XLA's
+compile and knows the call, not the program: the rewrite's own remark
+before it names the program and the source location.)
 
 The callbacks work on the `HloSharding` XLA hands over
 (`decode_shardings=False`), not on a PartitionSpec of a mesh, so the same
@@ -43,12 +45,10 @@ shards line up; under GSPMD `infer_sharding_from_operands` says the same.
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import functools
 import logging
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -234,8 +234,8 @@ def partitionable(call: str, kernels: tuple, attributes: tuple) -> Callable:
     def partition(mesh, arg_shapes, result_shape):
         sharding, chosen = choose(arg_shapes)
         devices = len(sharding._device_assignment)
-        logger.info("%s%s", compiling_prefix(), describe(call, pool, _global_input_shape(call, arg_shapes, keywords),
-                                                        chosen, devices))
+        logger.info("pool3d partitioning: %s", describe(call, pool, _global_input_shape(call, arg_shapes, keywords),
+                                                          chosen, devices))
         if chosen.plans:
             topology = Topology(chosen.hlo, sharding._device_assignment)
             lower = per_shard_function(call, kernel_of, keywords, chosen.plans, topology)
@@ -264,24 +264,6 @@ def partitionable(call: str, kernels: tuple, attributes: tuple) -> Callable:
         decode_shardings=False,
     )
     return partitioned
-
-
-_COMPILING: contextvars.ContextVar[str | None] = contextvars.ContextVar("pool3d_pass_compiling", default=None)
-
-
-@contextlib.contextmanager
-def compiling(name: str) -> Iterator[None]:
-    """While XLA compiles the program `name` (`jit_step (cpu)`), its partitioning remarks name it."""
-    token = _COMPILING.set(name)
-    try:
-        yield
-    finally:
-        _COMPILING.reset(token)
-
-
-def compiling_prefix() -> str:
-    name = _COMPILING.get()
-    return "" if name is None else f"{name}: "
 
 
 def partitioned_calls(single_device: Callable[..., Callable], binding: str, *,

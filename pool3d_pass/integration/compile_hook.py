@@ -17,8 +17,7 @@ naming the reason and a saved reproducer (`module_rewrite.compile_failed`).
 While the rewritten module compiles, the binding lowerings spliced into it
 are kept alive (the `spliced` list the rewrite fills, held by the wrapper):
 XLA's partitioner calls back into their custom_partitioning callbacks, which
-JAX holds only weakly; the remarks those callbacks log (how each call was
-split over the devices) name the program being compiled.
+JAX holds only weakly.
 
 `JAX_INTERNALS` lists every private JAX name this package relies on;
 `check_jax_internals()` fails with a message naming what moved (both live in
@@ -56,7 +55,6 @@ def install() -> None:
     from jax._src import compiler
 
     from pool3d_pass import caches
-    from pool3d_pass.bindings.partitioned import compiling as partition_remarks
     from pool3d_pass.integration import module_rewrite, routing
 
     with _install_lock:
@@ -78,8 +76,7 @@ def install() -> None:
             if rewritten is computation:
                 return original(backend, computation, devices, *args, **kwargs)
             try:
-                with partition_remarks(f"{module_rewrite.module_name(computation)} ({backend.platform})"):
-                    return original(backend, rewritten, devices, *args, **kwargs)
+                return original(backend, rewritten, devices, *args, **kwargs)
             except Exception as error:  # noqa: BLE001 -- any failure: compile the original
                 module_rewrite.compile_failed(computation, backend.platform, devices, options, error)
             return original(backend, computation, devices, *args, **kwargs)
