@@ -158,6 +158,20 @@ def memory(compiled) -> int:
                - stats.alias_size_in_bytes)
 
 
+def programs(plain, rewritten, lines: list[str]) -> dict:
+    """What a case records of XLA's compiled program and the rewritten one, and of the remarks logged."""
+    plain_hlo, rewritten_hlo = plain.as_text(), rewritten.as_text()
+    return {
+        "kernel_calls": kernel_calls(rewritten_hlo),
+        "pool_gradient_ops_left": pool_gradient_ops(rewritten_hlo),
+        "plain_collectives": collectives(plain_hlo),
+        "rewritten_collectives": collectives(rewritten_hlo),
+        "plain_memory": memory(plain),
+        "rewritten_memory": memory(rewritten),
+        "remarks": lines,
+    }
+
+
 def one_device(value):
     """`value` placed on the first device alone: a jit of it (with no sharding constraint) is unsharded."""
     return jax.device_put(value, jax.devices()[0])
@@ -173,19 +187,12 @@ def compare(name: str, function, unsharded, x, sharded_x, strategy, remarks: Rem
     rewritten = pool3d_pass.jit(function, **options).lower(sharded_x).compile()
     lines = remarks.take()
     got = rewritten(sharded_x)
-    plain_hlo, rewritten_hlo = plain.as_text(), rewritten.as_text()
     return {
         "case": name,
         "bits_equal": same_bits(reference, got),
         "xla_bits_equal": same_bits(jax.jit(unsharded)(one_device(x)), plain(sharded_x)),
-        "kernel_calls": kernel_calls(rewritten_hlo),
-        "kernel_operand_shapes": kernel_operand_shapes(rewritten_hlo),
-        "pool_gradient_ops_left": pool_gradient_ops(rewritten_hlo),
-        "plain_collectives": collectives(plain_hlo),
-        "rewritten_collectives": collectives(rewritten_hlo),
-        "plain_memory": memory(plain),
-        "rewritten_memory": memory(rewritten),
-        "remarks": lines,
+        "kernel_operand_shapes": kernel_operand_shapes(rewritten.as_text()),
+        **programs(plain, rewritten, lines),
     }
 
 
@@ -235,19 +242,12 @@ def run_step(name: str, layout: str, window: str, remarks: Remarks) -> dict:
     lines = remarks.take()
     got = rewritten(kernel, xs)
     want = plain(kernel, xs)
-    rewritten_hlo, plain_hlo = rewritten.as_text(), plain.as_text()
     return {
         "case": name, "layout": layout, "window": window, "devices": DEVICES,
         # the step's convolutions are XLA's in both: same loss and kernel up to their summation order
         "max_difference_to_xla": max_difference(want, got),
         "max_difference_to_unsharded": max_difference(reference, got),
-        "kernel_calls": kernel_calls(rewritten_hlo),
-        "pool_gradient_ops_left": pool_gradient_ops(rewritten_hlo),
-        "plain_collectives": collectives(plain_hlo),
-        "rewritten_collectives": collectives(rewritten_hlo),
-        "plain_memory": memory(plain),
-        "rewritten_memory": memory(rewritten),
-        "remarks": lines,
+        **programs(plain, rewritten, lines),
     }
 
 
