@@ -202,8 +202,8 @@ PLANTS = (
     Plant(
         name="halo-leaves-an-uneven-shards-tail-unfilled",
         path="pool3d_pass/bindings/halo_exchange.py",
-        find="    outside_possible = below > 0 or shard * topology.tiles(dim) + max(above, 0) > extent\n",
-        replace="    outside_possible = below > 0 or max(above, 0) > 0\n",
+        find="    outside_possible = below > 0 or past_end and shard * topology.tiles(dim) + max(above, 0) > extent\n",
+        replace="    outside_possible = below > 0 or past_end and max(above, 0) > 0\n",
         tests=("tests/integration/test_spatial_sharding.py",),
         bug="the padded tail of an uneven last shard keeps whatever XLA left there instead of a filler the "
             "kernel never selects",

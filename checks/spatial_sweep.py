@@ -1,6 +1,6 @@
 """Every spatially sharded case, not only make test's pairwise selection: per shard with halos, exact, frugal.
 
-    .venv/bin/python -m checks.spatial_sweep [--devices 2 4 8] [--json PATH]   (from the repository root)
+    .venv/bin/python -m checks.spatial_sweep [--devices 2 4 8] [--match TEXT,...] [--json PATH]   (from the root)
 
 Runs tests/support/spatial_cases.py with `--all` in one child process per
 device count (each JAX reads its device count once): every combination of
@@ -32,6 +32,8 @@ SUPPORT = ROOT / "tests" / "support"
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m checks.spatial_sweep", description=__doc__.split("\n\n")[0])
     parser.add_argument("--devices", type=int, nargs="+", default=[2, 4, 8])
+    parser.add_argument("--match", help="only the cases whose name holds each of these comma-separated texts, "
+                                            "e.g. uneven,k122")
     parser.add_argument("--json", type=Path, default=ROOT / "build" / "spatial_sweep.json")
     args = parser.parse_args(argv)
     from tests.support.spatial_cases_table import problems
@@ -39,7 +41,8 @@ def main(argv=None) -> int:
     environment = dict(os.environ, JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="1")
     records, failed = [], 0
     for devices in args.devices:  # one at a time: each child keeps the cores busy with XLA's compiles
-        child = subprocess.run([sys.executable, str(SUPPORT / "spatial_cases.py"), str(devices), "--all"],
+        match = ["--match", args.match] if args.match else []
+        child = subprocess.run([sys.executable, str(SUPPORT / "spatial_cases.py"), str(devices), "--all", *match],
                                capture_output=True, text=True, env=environment, cwd=SUPPORT)
         if child.returncode != 0:
             print(f"spatial_sweep: the {devices}-device child failed:\n{child.stderr[-4000:]}", file=sys.stderr)

@@ -19,10 +19,10 @@ selects, so every shard computes the unsharded call's bits:
   real elements are all `-inf` could select such a plane; below the volume
   it would, so those windows' indices are set to their first real tap, the
   contract's choice (`_first_real_taps`);
-* `backward` (recompute): NaN in the input, which equals no maximum; windows
-  outside the volume get a NaN maximum and a zero gradient;
-* `backward_from_indices`: windows outside the volume get index -1 (selects
-  nothing) and a zero gradient;
+* `backward` (recompute): NaN in the input, which equals no maximum;
+* every gradient: windows outside the volume get a zero gradient, so
+  whatever their maximum or index selects, they add nothing (their maxima
+  and indices are left as they come);
 * `backward_from_input`: `-inf` and zero gradients where no padding lies
   below the volume; with padding there (an all `-inf` window could pick a
   filler plane) the shard runs `forward` on its extended block, settles the
@@ -49,7 +49,6 @@ from pool3d_pass.contract import (
     CALLS,
     FORWARD,
     FORWARD_OUTPUT,
-    NO_SELECTION,
 )
 
 AXIS = "pool3d_devices"  # the one mesh axis of the lowering: every device of the program, in partition order
@@ -114,10 +113,12 @@ def _neighbour_planes(x, dim: int, count: int, direction: int, shard: int, topol
     return pieces[::-1] if direction < 0 else pieces
 
 
-def extend(x, dim: int, below: int, above: int, *, shard: int, extent: int, fill, topology: Topology):
+def extend(x, dim: int, below: int, above: int, *, shard: int, extent: int, fill, topology: Topology,
+           past_end: bool = True):
     """This shard's block along `dim` (`shard` planes) widened to planes [c*shard - below, (c+1)*shard + above)
-    of the whole (`extent` planes); a negative `above` drops the shard's own last planes. Planes outside
-    the whole (the volume's edges, an uneven last shard's padded tail) are `fill`."""
+    of the whole (`extent` planes); a negative `above` drops the shard's own last planes. Planes below the
+    whole are `fill`, and those past its end (a halo from beyond the last shard, an uneven last shard's
+    padded tail) where `past_end` (the caller knows whether anything reads them); `fill` None: none filled."""
     import jax.numpy as jnp
     from jax import lax
 
@@ -129,8 +130,8 @@ def extend(x, dim: int, below: int, above: int, *, shard: int, extent: int, fill
     if above > 0:
         pieces += _neighbour_planes(x, dim, above, +1, shard, topology)
     out = lax.concatenate(pieces, dim) if len(pieces) > 1 else core
-    outside_possible = below > 0 or shard * topology.tiles(dim) + max(above, 0) > extent
-    if not outside_possible:
+    outside_possible = below > 0 or past_end and shard * topology.tiles(dim) + max(above, 0) > extent
+    if fill is None or not outside_possible:
         return out
     first = topology.coordinate(dim) * shard - below
     position = first + lax.broadcasted_iota(jnp.int32, out.shape, dim)
@@ -191,9 +192,12 @@ def per_shard_function(call: str, kernels: Mapping[str, Callable], keywords: dic
     edge_padding = any(plan.padding > 0 for plan in plans.values())
 
     def widen(value, halo: str, fill, pooled: bool):
+        """`value` with the halo `halo` names; planes outside the volume `fill`. The forward's maxima and
+        indices need no fill: the windows outside the volume get a zero gradient, which adds nothing."""
         for dim, plan in plans.items():
             below, above = getattr(plan, halo)
-            value = extend(value, dim, below, above, fill=fill, topology=topology,
+            past_end = plan.windows_past_end_touch_it if pooled else plan.reads_past_end
+            value = extend(value, dim, below, above, fill=fill, topology=topology, past_end=past_end,
                            shard=plan.shard_windows if pooled else plan.shard_extent,
                            extent=plan.windows if pooled else plan.extent)
         return value
@@ -236,12 +240,12 @@ def per_shard_function(call: str, kernels: Mapping[str, Callable], keywords: dic
 
     def from_indices(g, indices):
         g = widen(g, "grad_halo", 0, pooled=True)
-        indices = widen(indices, "grad_halo", NO_SELECTION, pooled=True)
+        indices = widen(indices, "grad_halo", None, pooled=True)
         return own_planes(kernels[BACKWARD_FROM_INDICES](g, indices, input_shape=input_shape_of(g), **local))
 
     def recompute(g, x, y):
         g = widen(g, "grad_halo", 0, pooled=True)
-        y = widen(y, "grad_halo", jnp.nan, pooled=True)
+        y = widen(y, "grad_halo", None, pooled=True)
         x = widen(x, "input_halo", jnp.nan, pooled=False)
         return own_planes(kernels[BACKWARD](g, x, y, **local))
 

@@ -78,6 +78,18 @@ class AxisHalo:
         return self.shard_extent * self.tiles != self.extent or self.shard_windows * self.tiles != self.windows
 
     @property
+    def reads_past_end(self) -> bool:
+        """Whether a window of the volume reads past its last plane (into padding): then the planes
+        there (an uneven split's padded tail, a halo from beyond the last shard) must be filled."""
+        return (self.windows - 1) * self.stride - self.padding + self.kernel > self.extent
+
+    @property
+    def windows_past_end_touch_it(self) -> bool:
+        """Whether a window past the volume's last (in an uneven split's padded tail, or a halo window
+        from beyond the last shard) covers a plane of the volume: then its gradient must be zero."""
+        return self.windows * self.stride - self.padding < self.extent
+
+    @property
     def forward_halo(self) -> tuple[int, int]:
         """Input planes from below and above that the shard's windows read (negative: fewer of its own)."""
         return self.padding, self.kernel - self.stride - self.padding

@@ -1,6 +1,6 @@
 """Spatially sharded pools on N host CPU devices (see tests/integration/test_spatial_sharding.py).
 
-`python spatial_cases.py N [--all]` runs the cases of `CASES` for N devices
+`python spatial_cases.py N [--all] [--match TEXT,...]` runs the cases of `CASES` for N devices
 (N = 2, 4 or 8) and prints one JSON line per case. A case is a pool split
 along one pooled dimension (D, H or W) of a volume in NCDHW or NDHWC, of one
 element type, window (`WINDOWS`), job (`JOBS`: a layer's forward + gradient,
@@ -213,6 +213,10 @@ def run_case(case: dict, remarks: Remarks) -> dict:
     record = compare(name_of(case), function, job_function(case["job"], pool, lambda v: v), x, placed, strategy,
                      remarks)
     record.update(case)
+    if case["shards"] == "uneven":
+        # Filling an uneven split's padded tail reads the device's partition id: a few scalar buffers
+        # (16 bytes seen on 8 devices) XLA's own program may not hold.
+        record["memory_allowance"] = 64
     if case["job"] == "inference" and case["shards"] == "uneven":
         # A jit's result cannot be split unevenly: both programs gather the pooled volume at the end, and
         # for a custom call's result XLA's layout assignment copies the device's block into the layout
@@ -220,7 +224,7 @@ def run_case(case: dict, remarks: Remarks) -> dict:
         pooled = jax.eval_shape(function, x)
         dim = spatial_dimension(layout, case["axis"])
         block = pooled.size // pooled.shape[dim] * -(-pooled.shape[dim] // DEVICES)
-        record["memory_allowance"] = block * pooled.dtype.itemsize
+        record["memory_allowance"] += block * pooled.dtype.itemsize
     return record
 
 
@@ -259,6 +263,9 @@ def main() -> int:
     logger.setLevel(logging.INFO)
     cases = every_case() if "--all" in sys.argv else [as_dict(row) for row in CASES if row[0] == DEVICES]
     cases += [case for case in WIDE if case["devices"] == DEVICES]
+    if "--match" in sys.argv:  # only the cases whose name holds every given text (checks/spatial_sweep.py)
+        texts = sys.argv[sys.argv.index("--match") + 1].split(",")
+        cases = [case for case in cases if all(text in name_of(case) for text in texts)]
     for case in cases:
         print(json.dumps(run_case(case, remarks)), flush=True)
     if DEVICES == 4 and "--all" not in sys.argv:
