@@ -15,7 +15,9 @@ GPU_CUDA=12|13` installs them into their own environment. Then
 runs all of XLA:GPU, Triton's pipeline for the Pallas kernels included, down to
 ptxas for sm_90a. With `COMPILE_LOG_ENV` in the environment before JAX starts,
 XLA logs ptxas' `-v` report on stderr (`parse_ptxas` reads it: registers and
-spills per kernel).
+spills per kernel). `compile_spatial_step` compiles a depth-sharded training
+step for several H200s, by XLA and rewritten, and counts what each moves
+between the GPUs.
 
 No JAX is imported until a function needs it.
 """
@@ -121,6 +123,52 @@ def replicated_on(devices):
 
     mesh = jax.sharding.Mesh(np.array(devices).reshape(len(devices)), ("x",))
     return jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
+
+
+def compile_spatial_step(gpus: int, layout: str, window: str) -> dict:
+    """A depth-sharded training step (tests/support/spatial_cases_table.py) compiled for `gpus` H200s by
+    plain jax.jit and through pool3d_pass.jit (strategy indices): the collectives and bytes between GPUs of
+    each (tests/support/compiled_hlo.py), the rewritten one's kernel calls, and its problems: no kernel of
+    the gpu binding, a scatter left, more bytes than XLA's, or, windows aligned with the shards (k2 s2),
+    other bytes than XLA's convolutions move."""
+    import time
+
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    import pool3d_pass
+    from tests.support.compiled_hlo import collectives, kernel_calls, total_bytes
+    from tests.support.spatial_cases_table import conv_pool_step, step_shapes
+
+    mesh = Mesh(np.array(h200_devices(gpus)), ("d",))
+    step, split = conv_pool_step(layout, window, mesh)
+    shapes = step_shapes(layout)
+    kernel = jax.ShapeDtypeStruct(shapes["kernel"], jnp.float32, sharding=NamedSharding(mesh, PartitionSpec()))
+    x = jax.ShapeDtypeStruct(shapes["x"], jnp.float32, sharding=split)
+    start = time.perf_counter()
+    plain = jax.jit(step).lower(kernel, x).compile().as_text()
+    rewritten = pool3d_pass.jit(step, strategy="indices").lower(kernel, x).compile().as_text()
+    seconds = time.perf_counter() - start
+    calls = {k: n for k, n in kernel_calls(rewritten).items() if n}
+    triton_calls = rewritten.count('custom_call_target="__gpu$xla.gpu.triton"')
+    plain_bytes, rewritten_bytes = total_bytes(plain), total_bytes(rewritten)
+    problems = []
+    if not calls and not triton_calls:
+        problems.append("no kernel of the gpu binding in the rewritten program")
+    if re.search(r"\s(scatter|select-and-scatter)\(", rewritten):
+        problems.append("a scatter is left in the compiled program")
+    if rewritten_bytes > plain_bytes:
+        problems.append(f"moves {rewritten_bytes} bytes between GPUs, XLA's program {plain_bytes}")
+    if window == "k2s2" and rewritten_bytes != plain_bytes:
+        problems.append(f"aligned windows: {rewritten_bytes} bytes, XLA's convolutions {plain_bytes}")
+    return {
+        "case": f"{layout} {window} step, depth 32 over {gpus} H200s", "gpus": gpus, "layout": layout,
+        "window": window, "compile_s": round(seconds, 2), "kernel_calls": calls, "triton_calls": triton_calls,
+        "plain_collectives": collectives(plain), "rewritten_collectives": collectives(rewritten),
+        "plain_bytes": plain_bytes, "rewritten_bytes": rewritten_bytes, "problems": problems,
+    }
 
 
 _PTXAS_FUNCTION = re.compile(r"Compiling entry function '([^']+)' for '(sm_\w+)'")

@@ -1,6 +1,6 @@
 """Deviceless XLA:GPU compile of the rewritten bench programs for an NVIDIA H200: no GPU needed.
 
-    .venv-gpu-cuda13/bin/python -m checks.gpu_compile_check [--quick] [--json PATH]   (from the repository root)
+    .venv-gpu-cuda13/bin/python -m checks.gpu_compile_check [--quick] [--spatial-only] [--json PATH]   (from the repository root)
 
 (`make gpu-compile-check` makes .venv-gpu-cuda13: JAX, jax-cuda13-plugin/-pjrt of
 the same version, the CUDA 13 nvcc wheel; checks/deviceless.py.) For every bench case
@@ -10,8 +10,18 @@ goes through `pool3d_pass.jit` lowered for a compile-only H200
 (`jax.experimental.topologies`) and is compiled by XLA:GPU down to ptxas for
 sm_90a. Checked per program: the compiled HLO holds the gpu binding's Triton
 calls and no scatter (XLA:GPU's own max-pool gradient is a scatter), and
-ptxas compiled each expected Pallas kernel with no register spills. Prints a
-table (registers, spills per kernel) and writes JSON; exits 1 on a failure.
+ptxas compiled each expected Pallas kernel with no register spills.
+
+Then spatially sharded programs for 4 and 8 H200s: two training steps
+(3x3x3 convolution, ReLU, max pool, loss; batch 2, depth 32 split over the
+GPUs, strategy indices; tests/support/spatial_cases_table.py), NCDHW k2 s2
+(windows aligned with the shards) and NDHWC k3 s2 p1 (windows straddling),
+compiled by plain `jax.jit` and through `pool3d_pass.jit`. Checked per
+program: the rewritten one holds the binding's kernels and no scatter, and
+moves no more bytes between GPUs than XLA's (the collectives' results per
+GPU, tests/support/compiled_hlo.py); the aligned one exactly what XLA's
+convolutions move. Prints a table (registers, spills per kernel; collectives
+and bytes, XLA's and the rewrite's) and writes JSON; exits 1 on a failure.
 """
 
 from __future__ import annotations
@@ -100,9 +110,18 @@ def compile_one(case, job: str, strategy: str, sharding) -> dict:
     }
 
 
+SPATIAL_GPUS = (4, 8)
+SPATIAL_STEPS = (("NCDHW", "k2s2"), ("NDHWC", "k3s2p1"))
+
+
+def _spelled(found: dict) -> str:
+    return ", ".join(f"{entry['count']} {name}" for name, entry in sorted(found.items())) or "none"
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m checks.gpu_compile_check", description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="bench/cases.py QUICK_CASES instead of FULL_CASES")
+    parser.add_argument("--spatial-only", action="store_true", help="only the spatially sharded programs")
     parser.add_argument("--json", type=Path, default=ROOT / "build" / "gpu_compile_check.json")
     args = parser.parse_args(argv)
 
@@ -116,7 +135,7 @@ def main(argv=None) -> int:
 
     sharding = deviceless.replicated_on(deviceless.h200_devices())
     rows = []
-    for case in cases.QUICK_CASES if args.quick else cases.FULL_CASES:
+    for case in [] if args.spatial_only else cases.QUICK_CASES if args.quick else cases.FULL_CASES:
         for job in JOBS:
             for strategy in STRATEGIES:
                 rows.append(compile_one(case, job, strategy, sharding))
@@ -126,12 +145,22 @@ def main(argv=None) -> int:
                     for k, v in sorted(r["ptxas"].items()))
                 status = "ok" if not r["problems"] else "FAIL: " + "; ".join(r["problems"])
                 print(f"{r['case']:44s} {job:18s} {strategy:9s} {r['compile_s']:5.1f}s  {kernels}  {status}", flush=True)
-    failed = [r for r in rows if r["problems"]]
+    spatial = []
+    for gpus in SPATIAL_GPUS:
+        for layout, window in SPATIAL_STEPS:
+            with captured_stderr():  # XLA's ptxas log: the bench programs' table reports it
+                spatial.append(deviceless.compile_spatial_step(gpus, layout, window))
+            r = spatial[-1]
+            status = "ok" if not r["problems"] else "FAIL: " + "; ".join(r["problems"])
+            print(f"{r['case']:44s} {r['compile_s']:5.1f}s  XLA: {_spelled(r['plain_collectives'])}, "
+                  f"{r['plain_bytes']:,} B; rewritten: {_spelled(r['rewritten_collectives'])}, "
+                  f"{r['rewritten_bytes']:,} B  {status}", flush=True)
+    failed = [r for r in rows + spatial if r["problems"]]
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps({
-        "jax": jax.__version__, "target": "NVIDIA H200 (sm_90a), deviceless", "rows": rows,
+        "jax": jax.__version__, "target": "NVIDIA H200 (sm_90a), deviceless", "rows": rows, "spatial": spatial,
         "failed": len(failed)}, indent=1))
-    print(f"{len(rows) - len(failed)} passed, {len(failed)} failed; JSON: {args.json}")
+    print(f"{len(rows) + len(spatial) - len(failed)} passed, {len(failed)} failed; JSON: {args.json}")
     return 1 if failed else 0
 
 

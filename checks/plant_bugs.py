@@ -135,6 +135,79 @@ PLANTS = (
         tests=("tests/bindings/gpu/test_cuda_elements.py::test_every_call_equals_the_cpu_kernels[k2s2-ncdhw-f32-ints]",),
         bug="NCDHW non-overlapping gradients leave the rows no window covers unwritten",
     ),
+    Plant(
+        name="compile-drops-its-spliced-lowerings",
+        path="pool3d_pass/integration/compile_hook.py",
+        find="devices=devices, options=options, spliced=spliced, on_report=on_report)",
+        replace="devices=devices, options=options, spliced=None, on_report=on_report)",
+        tests=("tests/integration/test_partitioned.py::"
+               "test_the_compile_keeps_its_lowerings_alive_when_the_caches_are_cleared_meanwhile",),
+        bug="a compile keeps no list of the lowerings it spliced: once the caches drop them (another thread's "
+            "jax.clear_caches()), XLA's partitioner finds no custom_partitioning callback and the program falls back",
+    ),
+    Plant(
+        name="per-shard-code-stops-at-the-first-call",
+        path="pool3d_pass/splicing/per_shard.py",
+        find="                pending.extend(callees.get(name, ()))\n",
+        replace="",
+        tests=("tests/integration/test_shard_map.py::test_rewritten_with_jax_jit_results",),
+        bug="a function called from a function a shard_map body calls (a jit inside a jit inside shard_map) gets "
+            "the partitionable call, which XLA cannot partition in a manual computation: the program falls back",
+    ),
+    Plant(
+        name="multi-device-rewrite-asks-bindings-for-partitionable-calls-they-lack",
+        path="pool3d_pass/rewriting/strategy.py",
+        find="    if not binding.implements(signature.call, partitioned=partitioned):\n",
+        replace="    if False:\n",
+        tests=("tests/integration/test_partitioned.py::"
+               "test_a_binding_without_partitionable_calls_is_refused_in_a_multi_device_program",),
+        bug="a multi-device program for a binding without partitionable calls (reference, neuron) is not refused: "
+            "the public API raises KeyError: 'backward'",
+    ),
+    Plant(
+        name="halo-forward-keeps-a-filler-plane-as-the-selection",
+        path="pool3d_pass/bindings/halo_exchange.py",
+        find="        if edge_padding:\n            indices = _first_real_taps(y, indices, plans, origins(False), False, pool, layout)\n",
+        replace="",
+        tests=("tests/integration/test_spatial_sharding.py",),
+        bug="split along a padded dimension, a window at the volume's low edge whose real elements are all -inf "
+            "selects the -inf filler plane below the volume, not its first real tap",
+    ),
+    Plant(
+        name="halo-recompute-fills-with-minus-inf",
+        path="pool3d_pass/bindings/halo_exchange.py",
+        find='        x = widen(x, "input_halo", jnp.nan, pooled=False)\n',
+        replace='        x = widen(x, "input_halo", -jnp.inf, pooled=False)\n',
+        tests=("tests/integration/test_spatial_sharding.py",),
+        bug="the recompute call's planes outside the volume hold -inf, which an all -inf window's maximum "
+            "equals: its gradient goes to a filler plane",
+    ),
+    Plant(
+        name="halo-fused-gradient-may-pick-a-filler-plane",
+        path="pool3d_pass/bindings/halo_exchange.py",
+        find="        if not edge_padding:\n",
+        replace="        if True:\n",
+        tests=("tests/integration/test_spatial_sharding.py",),
+        bug="split along a padded dimension, the fused gradient call runs on the widened block, where a window "
+            "at the volume's low edge whose real elements are all -inf selects a -inf filler plane",
+    ),
+    Plant(
+        name="halo-exchange-sends-the-far-planes",
+        path="pool3d_pass/bindings/halo_exchange.py",
+        find="        start = shard - take if direction < 0 else 0\n",
+        replace="        start = 0 if direction < 0 else shard - take\n",
+        tests=("tests/integration/test_spatial_sharding.py",),
+        bug="a device sends its neighbour the planes at its far side instead of those next to the neighbour",
+    ),
+    Plant(
+        name="halo-leaves-an-uneven-shards-tail-unfilled",
+        path="pool3d_pass/bindings/halo_exchange.py",
+        find="    outside_possible = below > 0 or past_end and shard * topology.tiles(dim) + max(above, 0) > extent\n",
+        replace="    outside_possible = below > 0 or past_end and max(above, 0) > 0\n",
+        tests=("tests/integration/test_spatial_sharding.py",),
+        bug="the padded tail of an uneven last shard keeps whatever XLA left there instead of a filler the "
+            "kernel never selects",
+    ),
 )
 
 

@@ -36,9 +36,9 @@ def partitioning(options: PassOptions, *, per_shard: bool) -> str:
     axes = ", ".join(f"{name}={size}" for name, size in mesh.shape.items())
     if per_shard:
         return (f", per shard (a shard_map body) on {mesh.size} devices [{axes}]: the single-device kernel "
-                "on each device's shard")
-    return (f", partitioned over {mesh.size} devices [{axes}]: the kernel runs on each device's batch/channel "
-            "shard without communication, pooled dimensions gathered whole first")
+                "on each device's block, what the body computes (a halo is the body's own exchange)")
+    return (f", partitioned over {mesh.size} devices [{axes}]: the kernel runs on each device's shard, split "
+            "pooled dimensions with halo exchanges (how each call is split is logged when XLA partitions it)")
 
 
 def _configuration(pool: PoolConfig) -> str:

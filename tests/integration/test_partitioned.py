@@ -4,14 +4,19 @@ The cases (tests/support/partitioned_cases.py) run in two child processes,
 started together (each JAX reads its device count once): every call kind of
 the contract through the CPU binding's partitionable calls, on batch-sharded
 (2 devices) and batch x channel-sharded (2x2 mesh) arrays, under both of
-XLA's partitioners; on 4 devices also a spatially sharded pool and a `pmap`;
-on 2 the gpu binding's partitionable calls with its Pallas kernels in
-interpret mode. Each must give plain jax.jit's results, hold exactly the
-expected kernel calls, one per device program on that device's shard, add no
-collective where the batch/channel sharding suffices, and say in its remark
-how it runs: partitioned over the mesh, or per shard. Beside them, in this
-process: the sharding the wrapper gives the kernel for a given operand
-sharding (`parallel_only`), and its refusal of a manual one.
+XLA's partitioners; on 4 devices also a spatially sharded pool (per shard,
+with halos) and a `pmap`; on 2 the gpu binding's partitionable calls with
+its Pallas kernels in interpret mode, and a compile whose pool3d caches are
+cleared between the rewrite and XLA's compile. Each must give plain
+jax.jit's results, hold exactly the expected kernel calls, one per device
+program on that device's shard, add no collective where the batch/channel
+sharding suffices, and say in its remarks how it runs: partitioned over the
+mesh (and, from the partitioning callback, how each call was split), or per
+shard. Beside them, in this process: the sharding the wrapper gives the
+kernel for a given operand sharding (`kernel_sharding`), its refusal of a
+manual one, and a multi-device rewrite for a binding without partitionable
+calls (refused, never a crash). The spatially sharded matrix is
+test_spatial_sharding.py's.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ EXPECTED_CALLS = {
     "forward_output": {"forward_output": 1},
     "spatially_sharded_forward_and_backward_from_indices": {"forward": 1, "backward_from_indices": 1},
     "pmap_pool_grad": {"forward": 1, "backward_from_indices": 1},
+    "caches_cleared_between_rewrite_and_compile": {"forward": 1, "backward_from_indices": 1},
 }
 CALL_KINDS = ["backward", "forward_and_backward_from_indices", "backward_from_input", "forward_output"]
 # The operands of each call kind: which have the input's shape (the rest are pooled).
@@ -68,7 +74,7 @@ def children():
 
 def cases_of(devices: int) -> list[str]:
     if devices == 2:
-        return CALL_KINDS
+        return CALL_KINDS + ["caches_cleared_between_rewrite_and_compile"]
     return CALL_KINDS + ["spatially_sharded_forward_and_backward_from_indices", "pmap_pool_grad"]
 
 
@@ -107,13 +113,26 @@ def test_each_device_runs_the_kernel_on_its_shard_without_communication(children
 
 
 @pytest.mark.parametrize("partitioner", PARTITIONERS)
-def test_spatial_sharding_is_gathered_whole_before_the_kernel(children, partitioner):
+def test_a_spatially_sharded_pool_runs_per_shard_with_halos(children, partitioner):
+    # D = 8 over 4 devices, k3 s2 p1: each forward reads its 2 planes and 1 below; each gradient
+    # its 1 window of grad_output and indices and the 1 above.
     record = children[4][(partitioner, "spatially_sharded_forward_and_backward_from_indices")]
-    for kind, calls in record["operand_shapes"].items():
-        (shapes,) = calls
-        assert all(shape[2:] == list((INPUT_SHAPE if first else POOLED_SHAPE)[2:])
-                   for shape, first in zip(shapes, INPUT_OPERANDS[kind], strict=True)), (kind, shapes)
-    assert record["rewritten_collectives"]["all-gather"] >= 1
+    assert record["operand_shapes"] == {"forward": [[[4, 4, 3, 8, 8]]],
+                                        "backward_from_indices": [[[4, 4, 2, 4, 4], [4, 4, 2, 4, 4]]]}
+    assert record["rewritten_collectives"]["all-gather"] == 0
+    assert 0 < record["rewritten_collectives"]["collective-permute"] <= record["plain_collectives"]["collective-permute"]
+    partitioning = [line for line in record["remarks"] if "per shard:" in line]
+    assert len(partitioning) == 2 and all("D in 4 shards, halos of" in line for line in partitioning), partitioning
+
+
+@pytest.mark.parametrize("partitioner", PARTITIONERS)
+def test_the_compile_keeps_its_lowerings_alive_when_the_caches_are_cleared_meanwhile(children, partitioner):
+    # Only the compile's own list of spliced lowerings holds their custom_partitioning callbacks then:
+    # without it XLA's partitioner finds no callback and the hook falls back to the original.
+    record = children[2][(partitioner, "caches_cleared_between_rewrite_and_compile")]
+    assert not [line for line in record["remarks"] if line.startswith(("WARNING", "ERROR"))], record["remarks"]
+    assert record["kernel_calls"]["forward"] == record["kernel_calls"]["backward_from_indices"] == 1
+    assert record["max_difference"] == 0.0
 
 
 @pytest.mark.parametrize(("devices", "partitioner", "case"), PARAMS)
@@ -121,9 +140,19 @@ def test_the_remark_says_how_the_program_was_partitioned(children, devices, part
     record = record_of(children, devices, partitioner, case)
     rewritten = [line for line in record["remarks"] if " rewritten: " in line]
     assert rewritten, record["remarks"]
-    phrase = (f"per shard (a shard_map body) on {devices} devices" if case == "pmap_pool_grad"
+    per_shard_body = case == "pmap_pool_grad"
+    phrase = (f"per shard (a shard_map body) on {devices} devices" if per_shard_body
               else f"partitioned over {devices} devices")
     assert all(phrase in line for line in rewritten), rewritten
+    # and, from the partitioning callback, one line per call: how each device runs it
+    partitioning = [line for line in record["remarks"] if "per shard:" in line]
+    if per_shard_body:
+        assert not partitioning
+        return
+    assert len(partitioning) == sum(EXPECTED_CALLS[case].values()), record["remarks"]
+    assert all(line.startswith("INFO: pool3d partitioning: ") for line in partitioning), partitioning
+    if case in CALL_KINDS:
+        assert all("no pooled dimension split, no communication" in line for line in partitioning), partitioning
 
 
 @pytest.mark.parametrize("partitioner", PARTITIONERS)
@@ -137,34 +166,71 @@ def test_the_gpu_binding_partitions_its_pallas_kernels(children, partitioner):
     assert record["rewritten_out_shardings"] == record["plain_out_shardings"]
 
 
-# What the callbacks make of the sharding XLA hands them: each device keeps its batch/channel block.
-PARALLEL_ONLY = [
-    # (operand sharding, layout, shape, the kernel's sharding)
-    ("{devices=[2,2,1,1,1]<=[4]}", "NCDHW", (4, 4, 8, 8, 8), "{devices=[2,2,1,1,1]0,1,2,3}"),
-    ("{devices=[2,2,1,1,1]<=[4]}", "NDHWC", (4, 4, 8, 8, 8), "{devices=[2,1,1,1,1,2]0,1,2,3 last_tile_dim_replicate}"),
-    ("{devices=[1,1,4,1,1]<=[4]}", "NCDHW", (4, 4, 8, 8, 8), "{replicated}"),  # D sharded: made whole
-    ("{devices=[2,1,1,1,2]<=[2,2]T(1,0)}", "NCDHW", (4, 4, 8, 8, 8),  # batch x W: the W pairs become replicas
-     "{devices=[2,1,1,1,1,2]0,2,1,3 last_tile_dim_replicate}"),
+# What the callbacks make of the sharding XLA hands them: each device keeps its batch/channel block, and
+# its block of a split pooled dimension where the shards line up with the windows.
+K3S2P1 = {"kernel_size": (3, 3, 3), "stride": (2, 2, 2), "padding": (1, 1, 1)}
+KERNEL_SHARDINGS = [
+    # (operand sharding, layout, input shape, the kernel's sharding, split pooled dimensions, regrouped, gathered)
+    ("{devices=[2,2,1,1,1]<=[4]}", "NCDHW", (4, 4, 8, 8, 8), "{devices=[2,2,1,1,1]0,1,2,3}", [], 0, 0),
+    ("{devices=[2,2,1,1,1]<=[4]}", "NDHWC", (4, 4, 8, 8, 8), "{devices=[2,2,1,1,1]0,1,2,3}", ["D"], 0, 0),  # batch x D
+    ("{devices=[1,1,4,1,1]<=[4]}", "NCDHW", (4, 4, 8, 8, 8), "{devices=[1,1,4,1,1]0,1,2,3}", ["D"], 0, 0),  # halos
+    ("{devices=[1,1,4,1,1]<=[4]}", "NCDHW", (4, 4, 15, 8, 8), "{devices=[1,1,4,1,1]0,1,2,3}", ["D"], 0, 0),  # uneven
+    # 12 planes, 6 windows: over 4 shards they do not line up; over 2 (adjacent pairs regrouped) they do
+    ("{devices=[1,1,4,1,1]<=[4]}", "NCDHW", (4, 4, 12, 8, 8), "{devices=[1,1,2,1,1,2]0,1,2,3 last_tile_dim_replicate}",
+     ["D"], 1, 0),
+    ("{devices=[1,1,2,1,1]<=[2]}", "NCDHW", (4, 4, 10, 8, 8), "{replicated}", [], 0, 1),  # 5 windows over 2: whole
+    ("{devices=[2,1,1,1,2]<=[2,2]T(1,0)}", "NCDHW", (4, 4, 8, 8, 8),  # batch x W
+     "{devices=[2,1,1,1,2]0,2,1,3}", ["W"], 0, 0),
     ("{devices=[2,1,1,1,1,2]<=[4] last_tile_dim_replicate}", "NCDHW", (4, 4, 8, 8, 8),
-     "{devices=[2,1,1,1,1,2]0,1,2,3 last_tile_dim_replicate}"),
-    ("{devices=[4,1,1,1,1]<=[4]}", "NCDHW", (6, 4, 8, 8, 8), "{replicated}"),  # 6 over 4: shards not exact
-    ("{replicated}", "NCDHW", (4, 4, 8, 8, 8), "{replicated}"),
+     "{devices=[2,1,1,1,1,2]0,1,2,3 last_tile_dim_replicate}", [], 0, 0),
+    ("{devices=[4,1,1,1,1]<=[4]}", "NCDHW", (6, 4, 8, 8, 8), "{devices=[4,1,1,1,1]0,1,2,3}", [], 0, 0),  # 6 over 4: padded
+    ("{replicated}", "NCDHW", (4, 4, 8, 8, 8), "{replicated}", [], 0, 0),
 ]
 
 
-@pytest.mark.parametrize(("given", "layout", "shape", "expected"), PARALLEL_ONLY)
-def test_pooled_and_uneven_dimensions_become_replicas(given, layout, shape, expected):
+@pytest.mark.parametrize(("given", "layout", "shape", "expected", "split", "regrouped", "gathered"), KERNEL_SHARDINGS)
+def test_the_kernel_keeps_batch_channels_and_the_pooled_dimensions_halos_serve(given, layout, shape, expected,
+                                                                               split, regrouped, gathered):
     from jaxlib import xla_client as xc
 
-    from pool3d_pass.bindings.partitioned import parallel_only
+    from pool3d_pass.bindings.partitioned import kernel_sharding
+    from pool3d_pass.contract.pool_config import PoolConfig
 
-    assert str(parallel_only(xc.HloSharding.from_string(given), layout, shape)) == expected
+    chosen = kernel_sharding(xc.HloSharding.from_string(given), PoolConfig(**K3S2P1, data_format=layout), shape)
+    assert str(chosen.hlo) == expected
+    assert sorted(plan.name for plan in chosen.plans.values()) == split
+    assert (len(chosen.regrouped), len(chosen.gathered)) == (regrouped, gathered), chosen
 
 
 def test_a_manual_sharding_is_refused_not_partitioned():
     from jaxlib import xla_client as xc
 
-    from pool3d_pass.bindings.partitioned import parallel_only
+    from pool3d_pass.bindings.partitioned import kernel_sharding
+    from pool3d_pass.contract.pool_config import PoolConfig
 
     with pytest.raises(ValueError, match="cannot partition"):
-        parallel_only(xc.HloSharding.manual(), "NCDHW", (4, 4, 8, 8, 8))
+        kernel_sharding(xc.HloSharding.manual(), PoolConfig(**K3S2P1), (4, 4, 8, 8, 8))
+
+
+def test_a_binding_without_partitionable_calls_is_refused_in_a_multi_device_program():
+    # The reference binding has single-device functions only: a program for several devices gets a
+    # remark for each gradient, never a lookup of a partitionable function it lacks.
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    from jax import lax
+    from jax.sharding import Mesh
+
+    import pool3d_pass
+
+    def pool_grad(x):
+        pool = lambda v: lax.reduce_window(v, -jnp.inf, lax.max, (1, 1, 2, 2, 2), (1, 1, 2, 2, 2), "VALID")  # noqa: E731
+        return jax.grad(lambda v: jnp.sum(pool(v) ** 2))(x)
+
+    text = jax.jit(pool_grad).lower(jnp.ones((2, 2, 4, 4, 4))).as_text()
+    mesh = Mesh(np.array(jax.devices()[:1]), ("d",))
+    for strategy in ("auto", "recompute", "indices"):
+        rewritten, report = pool3d_pass.rewrite_text(text, target="reference", strategy=strategy, mesh=mesh)
+        assert (report.candidates, report.rewritten) == (1, 0)
+        assert "cannot be partitioned" in report.missed[0].reason, report.missed
+        assert "stablehlo.select_and_scatter" in rewritten

@@ -3,11 +3,13 @@
 The cases (tests/support/shard_map_cases.py) run in child processes with 4 and 8 host
 CPU devices: a fully manual body, a partially manual one (`axis_names=` a
 subset of the mesh: JAX wraps its values in open sharding constraints), a
-`jax.jit` inside the body, a shard_map inside a jitted function with sharded
-arguments and automatic code around it, and a data-parallel training step
-whose weight gradients are `psum`'d; through `pool3d_pass.jit` and, for some,
-`enable()` + `jax.jit`. Inside a manual computation the single-device kernels
-are spliced (custom_partitioning cannot partition there).
+`jax.jit` inside the body and a `jax.jit` inside that, a shard_map inside a
+jitted function with sharded arguments and automatic code around it, a
+data-parallel training step whose weight gradients are `psum`'d, and bodies
+whose manual axis splits the depth (a pool local to the device's planes, and
+one after the body's own halo exchange); through `pool3d_pass.jit` and, for
+some, `enable()` + `jax.jit`. Inside a manual computation the single-device
+kernels are spliced (custom_partitioning cannot partition there).
 """
 
 from __future__ import annotations
@@ -31,6 +33,9 @@ EXPECTED_CALLS = {
     "partially_manual_pool_grad": LAYER_ONE,
     "partially_manual_pool_grad_through_enable": LAYER_ONE,
     "jit_inside_shard_map": LAYER_ONE,
+    "jit_inside_jit_inside_shard_map": LAYER_ONE,
+    "depth_manual_local_pool": LAYER_ONE,
+    "depth_manual_halo_exchanged_by_the_body": LAYER_ONE,
     # the shard_map body's pool and the automatic pool beside it
     "shard_map_inside_jit_sharded_arguments": LAYER_TWO,
     "shard_map_inside_jit_sharded_arguments_through_enable": LAYER_TWO,

@@ -11,7 +11,11 @@ arrays sharded by `jax.device_put` over the batch, the channels, both (2-D
 mesh, NCDHW and NDHWC), unevenly over the batch, and a spatial dimension.
 Every case must give the unrewritten program's results with exactly the
 expected kernel calls in it and no select_and_scatter left; batch and channel
-sharding must add no collective; output shardings must be kept."""
+sharding must add no collective; no case may move more bytes between devices
+than XLA's own program; output shardings must be kept. (Here D = 8 over 8
+devices: 4 windows of stride 2 do not line up with shards of one plane, so
+the kernel regroups them in pairs; test_spatial_sharding.py has the
+spatially sharded matrix.)"""
 
 from __future__ import annotations
 
@@ -47,12 +51,14 @@ EXPECTED_CALLS = {
     "indices_bare_pool_grad_batch_and_channel_sharded": FUSED,
     "indices_pool_forward_and_grad_batch_and_channel_sharded_ndhwc": LAYER_ONE,
     "indices_pool_forward_and_grad_unevenly_batch_sharded": LAYER_ONE,
-    "indices_bare_pool_grad_spatially_sharded": FUSED,
+    # D split, padding 1 along it: each device runs the forward and the from-indices kernel on its block
+    # (the fused call's selection could take a plane below the volume: bindings/halo_exchange.py)
+    "indices_bare_pool_grad_spatially_sharded": LAYER_ONE,
     "indices_pool_forward_and_grad_spatially_sharded": LAYER_ONE,
 }
 ALL_CASES = list(EXPECTED_CALLS)
 SPATIAL = [case for case in ALL_CASES if "spatially" in case]
-# Uneven shards (6 over 8) are made whole: correct, and may gather.
+# Uneven batch shards (6 over 8): XLA's own program gathers for them too.
 COMMUNICATION_FREE = [case for case in ALL_CASES if case not in SPATIAL and "unevenly" not in case]
 INDICES = [case for case in ALL_CASES if case.startswith("indices_")]
 # The from-indices call does not read the forward input, so nothing carries a
@@ -105,7 +111,7 @@ def test_output_shardings_are_kept(results, case):
     assert record["rewritten_out_shardings"] == record["plain_out_shardings"]
 
 
-@pytest.mark.parametrize("case", SPATIAL)
-def test_spatial_sharding_is_made_whole_before_the_kernel(results, case):
-    # Correct (checked above), at the price of gathering the pooled dimension.
-    assert results[case]["rewritten_collectives"]["all-gather"] >= 1
+@pytest.mark.parametrize("case", ALL_CASES)
+def test_no_more_bytes_between_devices_than_xla(results, case):
+    record = results[case]
+    assert record["rewritten_bytes"] <= record["plain_bytes"], record

@@ -19,7 +19,13 @@ over one axis; N = 4: batch x channel over a 2x2 mesh):
   its Pallas kernels in interpret mode (plain StableHLO that runs here), the
   interpret setting passed to the partitionable functions alone (none in the
   environment): XLA's partitioner lowers each shard's kernel later, so the
-  binding must have bound it into each shard's kernel.
+  binding must have bound it into each shard's kernel;
+* (N = 2) the compile in flight: every cache of pool3d_pass cleared (and the
+  garbage collected) between the rewrite and XLA's compile of the rewritten
+  module, as another thread's `jax.clear_caches()` or an eviction would:
+  only the compile's own list of spliced lowerings keeps their
+  custom_partitioning callbacks (held weakly by JAX) alive for XLA's
+  partitioner.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ import sys
 DEVICES = int(sys.argv[1]) if len(sys.argv) > 1 else 2
 os.environ["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "") + f" --xla_force_host_platform_device_count={DEVICES}"
 
+import gc  # noqa: E402
 import json  # noqa: E402
 import logging  # noqa: E402
 
@@ -40,6 +47,7 @@ from jax.sharding import Mesh, NamedSharding  # noqa: E402
 from jax.sharding import PartitionSpec as P  # noqa: E402
 
 import pool3d_pass  # noqa: E402
+from pool3d_pass.integration import module_rewrite  # noqa: E402
 from pool3d_pass.options import BindingSettings  # noqa: E402
 
 from compiled_hlo import kernel_operand_shapes  # noqa: E402
@@ -59,7 +67,8 @@ ATTRIBUTES = dict(kernel_size=(3, 3, 3), stride=(2, 2, 2), padding=(1, 1, 1), da
 
 
 class Remarks(logging.Handler):
-    """The pass's log lines that are remarks, collected per case."""
+    """The pass's log lines that are remarks (the rewrite's, and the partitioning callbacks': how each call
+    was split over the devices), collected per case."""
 
     def __init__(self):
         super().__init__(logging.INFO)
@@ -67,7 +76,8 @@ class Remarks(logging.Handler):
 
     def emit(self, entry):
         message = entry.getMessage()
-        if "remark:" in message or entry.levelno >= logging.WARNING:  # a failed rewrite or compile warns
+        partitioning = "partitioned over" in message and "per shard:" in message
+        if "remark:" in message or partitioning or entry.levelno >= logging.WARNING:  # a failed rewrite or compile warns
             self.lines.append(f"{entry.levelname}: {message}")
 
     def take(self) -> list[str]:
@@ -108,6 +118,24 @@ def gpu_binding_case(name, x) -> dict:
     return result
 
 
+def caches_cleared_case(name, x) -> dict:
+    """pool_forward_and_grad on `x`, every pool3d_pass cache emptied between the rewrite and the compile."""
+    original = module_rewrite.rewrite_for_platform
+
+    def rewrite_then_clear(*args, **kwargs):
+        rewritten = original(*args, **kwargs)
+        pool3d_pass.clear_caches()  # the lowerings, their callbacks, the partitionable wrappers
+        gc.collect()
+        return rewritten
+
+    module_rewrite.rewrite_for_platform = rewrite_then_clear
+    try:
+        compiled = pool3d_pass.jit(pool_forward_and_grad).lower(x).compile()
+    finally:
+        module_rewrite.rewrite_for_platform = original
+    return record(name, "auto", Plain(pool_forward_and_grad, x), compiled, compiled(x))
+
+
 def run_cases(partitioner: str, remarks: Remarks) -> list[dict]:
     devices = np.array(jax.devices())
     rng = np.random.default_rng(0)
@@ -142,6 +170,8 @@ def run_cases(partitioner: str, remarks: Remarks) -> list[dict]:
         results[-1]["remarks"] = remarks.take()
     if DEVICES == 2:
         results.append(gpu_binding_case("gpu_binding_pallas_interpret", xs))
+        results[-1]["remarks"] = remarks.take()
+        results.append(caches_cleared_case("caches_cleared_between_rewrite_and_compile", xs))
         results[-1]["remarks"] = remarks.take()
     for result in results:
         result["partitioner"] = partitioner

@@ -4,8 +4,13 @@
 through pool3d_pass (`pool3d_pass.jit`, and `enable()` for some), runs both on
 the same inputs and prints one JSON line per case (sharding_cases.record's
 fields). Inside `jax.shard_map` values are per-device shards: the pass must
-splice the single-device kernels there (splicing/per_shard.py), and
-custom_partitioning only where values are auto-sharded.
+splice the single-device kernels there (splicing/per_shard.py), also in a
+function called from a function the body calls (a `jax.jit` inside a
+`jax.jit` inside the body), and custom_partitioning only where values are
+auto-sharded. A body whose manual axis splits the volume's depth pools its
+own planes: locally (windows aligned with the shards), or after exchanging
+halo planes itself (`lax.ppermute`); per shard is what such a program says,
+so the single-device kernel there computes its results exactly.
 """
 
 from __future__ import annotations
@@ -34,6 +39,30 @@ def shard_map(fun, mesh, in_specs, out_specs, axis_names=None):
     return jax.shard_map(fun, mesh=mesh, in_specs=in_specs, out_specs=out_specs, **options)
 
 
+def aligned_pool(x):  # k2 s2: every window inside the device's planes
+    return lax.reduce_window(x, -jnp.inf, lax.max, (1, 1, 2, 2, 2), (1, 1, 2, 2, 2), "VALID")
+
+
+def aligned_pool_grad(x):
+    return jax.grad(lambda v: jnp.sum(aligned_pool(v) ** 2))(x)
+
+
+def halo_pool_grad(x):
+    """k3 s2 over depth with the plane below fetched from the device below (-inf on the first): the
+    body's own halo exchange, then a pool of its 3 planes (padding 1 on H and W)."""
+    index = lax.axis_index("b")
+    below = lax.ppermute(x[:, :, -1:], "b", [(i, i + 1) for i in range(DEVICES - 1)])
+    below = jnp.where(index == 0, -jnp.inf, below)
+
+    def loss(v):
+        widened = jnp.concatenate([below, v], axis=2)
+        pooled = lax.reduce_window(widened, -jnp.inf, lax.max, (1, 1, 3, 3, 3), (1, 1, 2, 2, 2),
+                                   ((0, 0), (0, 0), (0, 0), (1, 1), (1, 1)))
+        return jnp.sum(pooled ** 2)
+
+    return jax.grad(loss)(x)
+
+
 def main() -> int:
     devices = np.array(jax.devices())
     assert devices.size == DEVICES, f"expected {DEVICES} host devices, got {devices.size}"
@@ -59,6 +88,14 @@ def main() -> int:
     case("partially_manual_pool_grad", partial_manual, xg, enable=True)
     # A jax.jit inside the shard_map body: the gradient sits in a function the body calls.
     case("jit_inside_shard_map", shard_map(jax.jit(pool_grad), line, P("b"), P("b")), x)
+    # ... and one level deeper: a function called from the function the body calls.
+    nested = jax.jit(lambda v: 2.0 * jax.jit(pool_grad)(v))
+    case("jit_inside_jit_inside_shard_map", shard_map(nested, line, P("b"), P("b")), x)
+    # The manual axis splits the depth: 2 planes per device.
+    xd = jnp.asarray(rng.integers(-3, 4, (2, 4, 2 * DEVICES, 8, 8)).astype(np.float32))
+    depth = P(None, None, "b")
+    case("depth_manual_local_pool", shard_map(aligned_pool_grad, line, depth, depth), xd)
+    case("depth_manual_halo_exchanged_by_the_body", shard_map(halo_pool_grad, line, depth, depth), xd)
     # shard_map inside a jitted function with sharded arguments, automatic code around it.
     xb = jax.device_put(x, NamedSharding(line, P("b")))
 

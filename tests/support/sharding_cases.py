@@ -18,7 +18,6 @@ if "--xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", "
     os.environ["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8"
 
 import json  # noqa: E402
-import re  # noqa: E402
 import sys  # noqa: E402
 
 import jax  # noqa: E402
@@ -30,22 +29,8 @@ from jax.sharding import PartitionSpec as P  # noqa: E402
 
 import pool3d_pass  # noqa: E402
 
-from pool3d_pass.contract import TARGETS  # noqa: E402
 
-from compiled_hlo import pool_gradient_ops  # noqa: E402
-
-COLLECTIVES = ("all-gather", "all-to-all", "collective-permute", "all-reduce", "reduce-scatter")
-
-
-def collectives(hlo: str) -> dict[str, int]:
-    return {name: len(re.findall(rf"\b{name}(-start)?\(", hlo)) for name in COLLECTIVES}
-
-
-def kernel_calls(hlo: str) -> dict[str, int]:
-    """Custom calls per call kind of the contract, by exact target name."""
-    targets = re.findall(r'custom_call_target="([^"]+)"', hlo)
-    return {kind: targets.count(target) for kind, target in TARGETS.items()}
-
+from compiled_hlo import collective_counts, kernel_calls, pool_gradient_ops, total_bytes  # noqa: E402
 
 def max_pool(x):
     return lax.reduce_window(x, -jnp.inf, lax.max, (1, 1, 3, 3, 3), (1, 1, 2, 2, 2), ((0, 0), (0, 0), (1, 1), (1, 1), (1, 1)))
@@ -130,8 +115,10 @@ def record(name, strategy, plain: Plain, rewritten_compiled, got) -> dict:
         "case": name,
         "strategy": strategy,
         "max_difference": leaves_max_difference(plain.results, got),
-        "plain_collectives": collectives(plain_hlo),
-        "rewritten_collectives": collectives(rewritten_hlo),
+        "plain_collectives": collective_counts(plain_hlo),
+        "rewritten_collectives": collective_counts(rewritten_hlo),
+        "plain_bytes": total_bytes(plain_hlo),  # moved between devices, per device (compiled_hlo.py)
+        "rewritten_bytes": total_bytes(rewritten_hlo),
         "kernel_calls": kernel_calls(rewritten_hlo),
         "plain_pool_gradient_ops": pool_gradient_ops(plain_hlo),  # > 0: the check below can fail
         "pool_gradient_ops_left": pool_gradient_ops(rewritten_hlo),

@@ -245,3 +245,14 @@ def test_the_calls_without_scratch_run_inside_xla_command_buffers(h200, tmp_path
     assert _calls_in_command_buffers(_thunks(three_pools, tmp_path, x)) == (3, 0)  # forward_output
     assert _calls_in_command_buffers(_thunks(forward_and_gradient, tmp_path, x, g)) == (2, 0)  # forward, gather
     assert _calls_in_command_buffers(_thunks(gradient_only, tmp_path, x, g)) == (0, 1)  # backward_from_input
+
+
+@pytest.mark.parametrize("gpus", [4, 8])
+@pytest.mark.parametrize(("layout", "window"), [("NCDHW", "k2s2"), ("NDHWC", "k3s2p1")])
+def test_depth_sharded_training_steps_run_per_gpu_with_halos_moving_no_more_than_xla(gpus, layout, window):
+    # depth 32 over the GPUs: k2 s2 windows stay inside each GPU's planes (only XLA's convolutions
+    # exchange planes); k3 s2 p1 windows take one plane from the GPU below (docs/jax_integration.md)
+    record = deviceless.compile_spatial_step(gpus, layout, window)
+    assert not record["problems"], record
+    assert record["kernel_calls"] == {"forward": 1, "backward_from_indices": 1}, record
+    assert "all-gather" not in record["rewritten_collectives"], record

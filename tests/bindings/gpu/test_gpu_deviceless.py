@@ -60,6 +60,7 @@ def test_rewritten_bench_programs_compile_for_h200_without_spills(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr[-4000:]
     result = json.loads(out.read_text())
     assert result["failed"] == 0 and len(result["rows"]) >= 20  # 4 per quick bench case
+    assert len(result["spatial"]) == 4  # the depth-sharded steps for 4 and 8 H200s, judged by the check
     for row in result["rows"]:
         assert row["triton_calls"] >= 2, row
         kernels = {name: report for name, report in row["ptxas"].items() if name.startswith("pool3d_gpu_")}
@@ -113,3 +114,22 @@ def test_batch_sharded_layer_compiles_for_two_h200s_with_the_pallas_kernels_per_
     assert len(triton) == 2, triton  # the window kernel (forward) and the gather kernel, once per device program
     assert re.search(r"entry_computation_layout=\{\(f32\[4,4,16,16,16\]", hlo)  # each device's input: its batch half
     assert not re.search(r"\b(all-gather|all-to-all|collective-permute|all-reduce)(-start)?\(", hlo)
+
+
+@pytest.mark.skipif(MISSING is not None, reason=f"deviceless H200 compile skipped: {MISSING}")
+@pytest.mark.parametrize("gpus", [4, 8])
+def test_a_depth_sharded_training_step_runs_the_pallas_kernels_per_gpu_with_halos(monkeypatch, gpus):
+    """k3 s2 p1 windows straddling the GPUs' planes: each GPU's Triton kernels (lowered while XLA
+    partitions) take one plane from the GPU below; no more bytes between GPUs than XLA's program."""
+    import pool3d_pass
+
+    monkeypatch.setenv("POOL3D_GPU_IMPL", "pallas")
+    monkeypatch.delenv("POOL3D_GPU_INTERPRET", raising=False)
+    pool3d_pass.clear_caches()
+    try:
+        record = deviceless.compile_spatial_step(gpus, "NDHWC", "k3s2p1")
+    finally:
+        pool3d_pass.clear_caches()
+    assert not record["problems"], record
+    assert record["triton_calls"] == 2, record  # the forward's window kernel and the gather kernel
+    assert "all-gather" not in record["rewritten_collectives"], record
