@@ -16,7 +16,8 @@ from xla_runner import run_stablehlo
 import pool3d_pass
 from pool3d_pass.bindings import registry
 from pool3d_pass.bindings.neuron import NeuronPackagesMissing, missing_packages
-from pool3d_pass.bindings.registry import Binding, CallSignature, contract_preconditions
+from pool3d_pass.bindings.reference.binding import functions as reference_functions
+from pool3d_pass.bindings.registry import Binding, CallSignature, Functions, contract_preconditions
 from pool3d_pass.contract.pool_config import PoolConfig
 from pool3d_pass.contract import TARGETS
 
@@ -71,7 +72,7 @@ def test_platform_without_binding_is_refused_naming_the_platforms():
 def test_binding_preconditions_refuse_with_a_remark(monkeypatch):
     refuse_bf16 = Binding(
         "picky",
-        {"backward": "pool3d_pass.bindings.reference:max_pooling_3d_backward"},
+        Functions(reference_functions, ("backward",)),
         "cpu",
         lambda signature: contract_preconditions(signature)
         or ("no bf16 here" if signature.input_type == "bf16" else None),
@@ -138,7 +139,7 @@ def test_neutral_calls_of_an_earlier_run_are_bound_later(target):
 
 
 def test_neutral_call_left_unbound_is_a_neutral_call_remark(monkeypatch):
-    picky = Binding("picky", {"backward": "pool3d_pass.bindings.reference:max_pooling_3d_backward"}, "cpu",
+    picky = Binding("picky", Functions(reference_functions, ("backward",)), "cpu",
                     lambda signature: "no calls bound here")
     monkeypatch.setitem(registry._BINDINGS, "picky", picky)
     neutral, _ = pool3d_pass.rewrite_text(fixture_text("jax_ncdhw_k3s2_p1_f32"))

@@ -55,6 +55,7 @@ import jax
 
 from pool3d_pass import environment
 from pool3d_pass.bindings.ffi_calls import contract_functions, input_shape_of
+from pool3d_pass.contract import BACKWARD, BACKWARD_FROM_INDICES, BACKWARD_FROM_INPUT, FORWARD, FORWARD_OUTPUT
 from pool3d_pass.contract.pool_config import PoolConfig, shaped, split
 from pool3d_pass.options import BindingSettings
 
@@ -188,10 +189,10 @@ def _plan(call: str, input_shape, pool: PoolConfig):
 
 
 def _reference(call: str, reason: str):
-    from pool3d_pass.bindings import reference
+    from pool3d_pass.bindings.reference import calls as reference
 
     _warn_fallback(call, reason)
-    return getattr(reference, f"max_pooling_3d_{call}")
+    return reference.FUNCTIONS[call]
 
 
 def _empty(shape, dtype):
@@ -279,16 +280,16 @@ def _implement(kind: str, operands: tuple, attributes: dict, settings: BindingSe
     """One call: the CUDA kernels where they serve, else the Pallas kernels, else the reference."""
     cuda = _cuda_calls(settings)
     if cuda is not None:
-        return getattr(cuda, f"max_pooling_3d_{kind}")(*operands, **attributes)
+        return cuda.FUNCTIONS[kind](*operands, **attributes)
     kernels, g = _plan(kind, input_shape_of(kind, operands, attributes), PoolConfig.of(attributes))
     if kernels is None:
         return _reference(kind, g)(*operands, **attributes)
     return _PALLAS[kind](operands, g, kernels, settings.gpu_interpret)
 
 
-_CALLS = contract_functions(_implement, _DOCS, takes_settings=True)
-max_pooling_3d_forward = _CALLS["max_pooling_3d_forward"]
-max_pooling_3d_forward_output = _CALLS["max_pooling_3d_forward_output"]
-max_pooling_3d_backward_from_indices = _CALLS["max_pooling_3d_backward_from_indices"]
-max_pooling_3d_backward = _CALLS["max_pooling_3d_backward"]
-max_pooling_3d_backward_from_input = _CALLS["max_pooling_3d_backward_from_input"]
+FUNCTIONS = contract_functions(_implement, _DOCS, takes_settings=True)
+max_pooling_3d_backward = FUNCTIONS[BACKWARD]
+max_pooling_3d_forward = FUNCTIONS[FORWARD]
+max_pooling_3d_forward_output = FUNCTIONS[FORWARD_OUTPUT]
+max_pooling_3d_backward_from_indices = FUNCTIONS[BACKWARD_FROM_INDICES]
+max_pooling_3d_backward_from_input = FUNCTIONS[BACKWARD_FROM_INPUT]

@@ -35,6 +35,7 @@ from pool3d_pass.contract.pool_config import PoolConfig, split
 
 __all__ = [
     "DEFAULT_LNC",
+    "FUNCTIONS",
     "KERNEL_FUNCTION",
     "KERNEL_MODULE",
     "LNC_VARIABLE",
@@ -215,3 +216,4 @@ def _backward(kind: str, operands: tuple, attributes: dict):
 
 
 max_pooling_3d_backward = contract_function(BACKWARD, _backward)
+FUNCTIONS = {BACKWARD: max_pooling_3d_backward}

@@ -23,7 +23,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from pool3d_pass.bindings.ffi_calls import contract_functions
-from pool3d_pass.contract import NO_SELECTION
+from pool3d_pass.contract import BACKWARD, BACKWARD_FROM_INDICES, BACKWARD_FROM_INPUT, FORWARD, FORWARD_OUTPUT, NO_SELECTION
 
 
 def _to_ncdhw(value, layout: str):
@@ -165,9 +165,9 @@ def _backward_from_input(
 _IMPLEMENTATIONS = {"forward": _forward, "forward_output": _forward_output,
                     "backward_from_indices": _backward_from_indices, "backward": _backward,
                     "backward_from_input": _backward_from_input}
-_CALLS = contract_functions(lambda kind, operands, attributes: _IMPLEMENTATIONS[kind](*operands, **attributes))
-max_pooling_3d_forward = _CALLS["max_pooling_3d_forward"]
-max_pooling_3d_forward_output = _CALLS["max_pooling_3d_forward_output"]
-max_pooling_3d_backward_from_indices = _CALLS["max_pooling_3d_backward_from_indices"]
-max_pooling_3d_backward = _CALLS["max_pooling_3d_backward"]
-max_pooling_3d_backward_from_input = _CALLS["max_pooling_3d_backward_from_input"]
+FUNCTIONS = contract_functions(lambda kind, operands, attributes: _IMPLEMENTATIONS[kind](*operands, **attributes))
+max_pooling_3d_backward = FUNCTIONS[BACKWARD]
+max_pooling_3d_forward = FUNCTIONS[FORWARD]
+max_pooling_3d_forward_output = FUNCTIONS[FORWARD_OUTPUT]
+max_pooling_3d_backward_from_indices = FUNCTIONS[BACKWARD_FROM_INDICES]
+max_pooling_3d_backward_from_input = FUNCTIONS[BACKWARD_FROM_INPUT]
