@@ -55,7 +55,7 @@ def cache_hit() -> dict:
     # store a verdict for every class, as a calibration would (the command measures them all)
     from pool3d_pass.bindings.registry import binding_for
     from pool3d_pass.calibration import ahead
-    from pool3d_pass.ir_context import make_context
+    from pool3d_pass.ir.context import make_context
     from pool3d_pass.options import PassOptions, binding_settings
     from pool3d_pass.rewriting.strategy import StrategyChooser
     from jaxlib.mlir import ir

@@ -582,7 +582,7 @@ def reparses(text: str) -> str | None:
     from jaxlib.mlir import ir
 
     from pool3d_pass import safe_parse
-    from pool3d_pass.ir_context import make_context
+    from pool3d_pass.ir.context import make_context
 
     with make_context():
         try:

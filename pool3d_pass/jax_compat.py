@@ -51,7 +51,7 @@ import re
 
 try:
     from jaxlib.mlir import ir
-except ImportError:  # reported by ir_context.check_mlir_api, naming what is missing
+except ImportError:  # reported by ir.context.check_mlir_api, naming what is missing
     ir = None
 
 #: The range pyproject.toml declares and CI tests: [minimum, first unsupported).

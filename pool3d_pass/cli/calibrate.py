@@ -106,7 +106,7 @@ def subjects(args, binding, settings) -> list:
     import jax
     from jaxlib.mlir import ir
 
-    from pool3d_pass.ir_context import make_context
+    from pool3d_pass.ir.context import make_context
     from pool3d_pass.options import PassOptions
     from pool3d_pass.rewriting.strategy import StrategyChooser
 

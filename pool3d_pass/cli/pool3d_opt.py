@@ -171,7 +171,7 @@ def _diagnostic_line(error, name: str) -> str:
 def process_chunk(chunk: Chunk, options: PassOptions, args: argparse.Namespace, report: RewriteReport) -> str:
     from jaxlib.mlir import ir
 
-    from pool3d_pass.ir_context import make_context
+    from pool3d_pass.ir.context import make_context
 
     name = options.filename
     # Leading newlines keep the parser's line numbers equal to the input file's.

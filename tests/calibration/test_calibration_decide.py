@@ -190,7 +190,7 @@ def test_an_inference_pools_fused_producer_is_part_of_its_class():
     """pool(relu(x + b)) and pool(x) are timed as different jobs: XLA fuses the producer into its pool."""
     from jaxlib.mlir import ir
 
-    from pool3d_pass.ir_context import make_context
+    from pool3d_pass.ir.context import make_context
     from pool3d_pass.options import PassOptions, binding_settings
     from pool3d_pass.rewriting.strategy import StrategyChooser
 

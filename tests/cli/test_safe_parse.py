@@ -146,7 +146,7 @@ def test_padding_literals_that_the_verifier_would_expand_are_rejected():
 
 
 def test_an_exception_inside_the_parser_becomes_a_parse_failure(monkeypatch):
-    from pool3d_pass.ir_context import make_context
+    from pool3d_pass.ir.context import make_context
 
     monkeypatch.setattr(safe_parse, "check_text", lambda text: None)  # let MLIR meet it
     with make_context(), pytest.raises(safe_parse.ParseFailure, match="MLIR's parser failed: ValueError"):
@@ -165,7 +165,7 @@ FUNCTION = "func.func @{name}(%a: tensor<f32>) -> tensor<f32> {{\n  return %a : 
 def test_a_named_parse_names_every_location_and_prints_as_an_unnamed_one(text):
     from jaxlib.mlir import ir
 
-    from pool3d_pass.ir_context import make_context
+    from pool3d_pass.ir.context import make_context
 
     with make_context():
         named = safe_parse.parse_module(text, source_name='dir/my "model".mlir')
@@ -183,7 +183,7 @@ def test_a_named_parse_names_every_location_and_prints_as_an_unnamed_one(text):
 def test_a_named_parse_names_its_errors():
     from jaxlib.mlir import ir
 
-    from pool3d_pass.ir_context import make_context
+    from pool3d_pass.ir.context import make_context
 
     with make_context():
         for text in ("func.func @f() {\n  %x = \n}\n", FUNCTION.format(name="f") + "%x = \n"):

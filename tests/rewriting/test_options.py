@@ -7,7 +7,7 @@ import pytest
 from jaxlib.mlir import passmanager
 
 import pool3d_pass
-from pool3d_pass.ir_context import make_context
+from pool3d_pass.ir.context import make_context
 from pool3d_pass.options import NEUTRAL, PassOptions
 
 from corpus import EXAMPLE as EXAMPLE_FILE  # noqa: E402

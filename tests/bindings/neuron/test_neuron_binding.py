@@ -38,7 +38,7 @@ from pool3d_pass.bindings.registry import CallSignature
 from pool3d_pass.contract.pool_config import PoolConfig
 from pool3d_pass.cli.pool3d_opt import main
 from pool3d_pass.integration import module_rewrite
-from pool3d_pass.ir_context import make_context
+from pool3d_pass.ir.context import make_context
 
 STANDIN = SUPPORT / "neuron_sdk_standin"
 PLACEHOLDER = SUPPORT / "neuron_registry_placeholder"
