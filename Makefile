@@ -362,4 +362,4 @@ NEURON_PYTHON     ?= python3
 NEURON_CHECK_ARGS ?=
 .PHONY: neuron-check
 neuron-check:
-	PYTHONPATH=$(CURDIR):$(CURDIR)/tests/support $(NEURON_PYTHON) -m checks.neuron_check $(NEURON_CHECK_ARGS)
+	PYTHONPATH=$(CURDIR) $(NEURON_PYTHON) -m checks.neuron_check $(NEURON_CHECK_ARGS)

@@ -181,7 +181,7 @@ def _triple(text: str | None) -> tuple[int, int, int]:
 
 
 def parse_case(name: str) -> dict:
-    """Layout, dtype, shape and window of a bench case name (bench/cases.py's Case.name: uniform padding)."""
+    """Layout, dtype, shape and window of a bench case name (cases/pooling.py's Case.name: uniform padding)."""
     m = _CASE.match(name)
     if m is None:
         raise ValueError(f"not a rank-5 bench case name: {name!r}")
@@ -227,7 +227,7 @@ def load_rows(path: str) -> list[Row]:
 
 def floor_bytes(job: str, n: int, m: int, itemsize: int) -> int:
     """The bench's byte floor of a job: gradient only reads x and g and writes dx; forward + gradient also
-    writes y and reads g; inference reads x and writes y (bench/cases.py's floors)."""
+    writes y and reads g; inference reads x and writes y (cases/pooling.py's floors)."""
     return {"gradient only": 2 * n * itemsize + m * itemsize, "forward + gradient": 2 * n * itemsize + 2 * m * itemsize,
             "inference": n * itemsize + m * itemsize}[job]
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from corpus import BY_NAME as ENTRIES
 from corpus import fixture_text, tie_heavy_inputs
-from xla_runner import run_stablehlo
+from oracles.xla_runner import run_stablehlo
 
 import pool3d_pass
 from pool3d_pass.bindings import registry

@@ -25,7 +25,7 @@ from pool3d_pass.integration import compile_hook, module_rewrite, routing
 from pool3d_pass.contract import TARGETS  # noqa: E402
 from pool3d_pass.rewriting.strategy import preferred_strategy  # noqa: E402
 
-from compiled_hlo import POOL_GRADIENT_OP as SCATTER  # noqa: E402
+from oracles.compiled_hlo import POOL_GRADIENT_OP as SCATTER  # noqa: E402
 
 TARGET = "pool3d.max_pooling_3d_backward"
 

@@ -4,7 +4,7 @@ Each step runs through plain `jax.jit`, through `pool3d_pass.jit`, and through
 `jax.jit` under `pool3d_pass.enabled()`: the same loss and gradients (f32,
 non-overlapping and overlapping pools on ReLU outputs, so ties abound), with
 the kernel call in the compiled program and none of XLA's gradient ops left
-(tests/support/compiled_hlo.py: on CPU they show as `scatter`).
+(oracles/compiled_hlo.py: on CPU they show as `scatter`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ flax_linen = pytest.importorskip("flax.linen", reason="flax is a test dependency
 eqx = pytest.importorskip("equinox", reason="equinox is a test dependency: pip install -e '.[test]'")
 
 from pool3d_pass.contract import TARGETS  # noqa: E402
-from compiled_hlo import pool_gradient_ops  # noqa: E402
+from oracles.compiled_hlo import pool_gradient_ops  # noqa: E402
 
 pytestmark = pytest.mark.needs_flax
 

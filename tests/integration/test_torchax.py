@@ -33,7 +33,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
 import pool3d_pass  # noqa: E402
-from compiled_hlo import pool_gradient_ops  # noqa: E402
+from oracles.compiled_hlo import pool_gradient_ops  # noqa: E402
 from pool3d_pass.contract import TARGETS  # noqa: E402
 
 GRADIENT_CALLS = ("backward", "backward_from_indices", "backward_from_input")

@@ -40,7 +40,7 @@ from jax import lax  # noqa: E402
 
 import pool3d_pass  # noqa: E402
 from pool3d_pass.contract import pooled_extent  # noqa: E402
-from contract_numpy import (  # noqa: E402
+from oracles.contract_numpy import (  # noqa: E402
     assert_bit_exact,
     assert_within,
     eps_of,
@@ -48,7 +48,7 @@ from contract_numpy import (  # noqa: E402
     summation_tolerance,
 )
 from kernel_examples import KernelExamples  # noqa: E402
-from xla_runner import run_stablehlo  # noqa: E402
+from oracles.xla_runner import run_stablehlo  # noqa: E402
 
 from corpus import BARE_GRADIENT_CALL as GRADIENT_CALL  # noqa: E402  (vjp of a pool: a bare gradient)
 from corpus import BARE_GRADIENT_STRATEGIES as STRATEGIES  # noqa: E402

@@ -20,8 +20,8 @@ import pytest
 from corpus import BY_NAME as ENTRIES
 from corpus import fixture_text, tie_heavy_inputs
 from spec_oracle import spec_outputs
-from float_bits import assert_same_bits
-from xla_runner import run_stablehlo
+from oracles.float_bits import assert_same_bits
+from oracles.xla_runner import run_stablehlo
 
 import pool3d_pass
 from pool3d_pass.bindings import registry

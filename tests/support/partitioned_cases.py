@@ -50,7 +50,7 @@ import pool3d_pass  # noqa: E402
 from pool3d_pass.integration import module_rewrite  # noqa: E402
 from pool3d_pass.options import BindingSettings  # noqa: E402
 
-from compiled_hlo import kernel_operand_shapes  # noqa: E402
+from oracles.compiled_hlo import kernel_operand_shapes  # noqa: E402
 from sharding_cases import (  # noqa: E402
     Plain,
     bare_pool_grad,

@@ -30,7 +30,7 @@ from jax.sharding import PartitionSpec as P  # noqa: E402
 import pool3d_pass  # noqa: E402
 
 
-from compiled_hlo import collective_counts, kernel_calls, pool_gradient_ops, total_bytes  # noqa: E402
+from oracles.compiled_hlo import collective_counts, kernel_calls, pool_gradient_ops, total_bytes  # noqa: E402
 
 def max_pool(x):
     return lax.reduce_window(x, -jnp.inf, lax.max, (1, 1, 3, 3, 3), (1, 1, 2, 2, 2), ((0, 0), (0, 0), (1, 1), (1, 1), (1, 1)))

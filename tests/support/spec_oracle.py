@@ -57,7 +57,7 @@ from typing import Sequence
 
 import numpy as np
 
-from xla_runner import run_stablehlo
+from oracles.xla_runner import run_stablehlo
 
 __all__ = ["spec_outputs", "spec_text", "select_and_scatter_reference", "MARK_BITS"]
 

@@ -23,7 +23,7 @@ from jax import lax
 from pool3d_pass.bindings import cpu as cpu_binding
 from pool3d_pass.bindings.cpu import TARGET_NAME, max_pooling_3d_backward, register
 
-from float_bits import float_bits
+from oracles.float_bits import float_bits
 
 DTYPES = {"f32": jnp.float32, "bf16": jnp.bfloat16, "f16": jnp.float16}
 # Half an ulp, relative, of each element type.

@@ -29,7 +29,7 @@ from jax import lax
 from pool3d_pass.bindings import cpu
 from pool3d_pass.contract import NO_SELECTION, TARGETS, pooled_extent
 
-from float_bits import float_bits
+from oracles.float_bits import float_bits
 from kernel_examples import KernelExamples
 
 DTYPES = {"f32": np.dtype(np.float32), "bf16": np.dtype(ml_dtypes.bfloat16), "f16": np.dtype(np.float16)}
@@ -104,7 +104,7 @@ def cast(a32, dtype):
 
 
 def bits(a):
-    """Every bit, NaN payloads included (the kernels keep the window's first NaN): tests/support/float_bits.py."""
+    """Every bit, NaN payloads included (the kernels keep the window's first NaN): oracles/float_bits.py."""
     return float_bits(a, nan="exact")
 
 

@@ -19,7 +19,7 @@ import pytest
 from corpus import ENTRIES, FIXTURES
 from fixture_numerics import compare_outputs, make_args
 from spec_oracle import spec_text
-from xla_runner import run_stablehlo
+from oracles.xla_runner import run_stablehlo
 
 import pool3d_pass
 from pool3d_pass.bindings.gpu import calls

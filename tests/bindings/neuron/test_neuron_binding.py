@@ -28,7 +28,7 @@ import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
 import pytest
-from contract_numpy import max_pool_grad_reference, output_shape
+from oracles.contract_numpy import max_pool_grad_reference, output_shape
 from corpus import ENTRIES, EXAMPLE, ROOT, SUPPORT, fixture_text
 
 import pool3d_pass
@@ -277,7 +277,7 @@ def test_the_binding_hands_the_kernel_each_tensor_and_attribute_in_its_place(sta
 
 def bench_programs() -> list[str]:
     """The bench's pooling problems (quick set), both jobs, lowered by JAX for neuron."""
-    from bench.cases import JOBS, QUICK_CASES, jax_job, np_dtype, pool_fn
+    from cases.pooling import JOBS, QUICK_CASES, jax_job, np_dtype, pool_fn
 
     programs = []
     for case in QUICK_CASES:

@@ -26,7 +26,7 @@ if missing_packages():
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 from jax import lax  # noqa: E402
-from contract_numpy import max_pool_grad_reference  # noqa: E402
+from oracles.contract_numpy import max_pool_grad_reference  # noqa: E402
 
 import pool3d_pass  # noqa: E402
 

@@ -30,7 +30,7 @@ import numpy as np
 
 from pool3d_pass.contract import pooled_extent
 
-from float_bits import assert_same_bits
+from oracles.float_bits import assert_same_bits
 
 __all__ = [
     "Reference",

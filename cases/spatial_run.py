@@ -1,6 +1,6 @@
 """Spatially sharded pools on N host CPU devices (see tests/integration/test_spatial_sharding.py).
 
-`python spatial_cases.py N [--all] [--match TEXT,...]` runs the cases of `CASES` for N devices
+`python cases/spatial_run.py N [--all] [--match TEXT,...]` (cases/children.py starts it) runs the cases of `CASES` for N devices
 (N = 2, 4 or 8) and prints one JSON line per case. A case is a pool split
 along one pooled dimension (D, H or W) of a volume in NCDHW or NDHWC, of one
 element type, window (`WINDOWS`), job (`JOBS`: a layer's forward + gradient,
@@ -53,8 +53,8 @@ from jax.sharding import PartitionSpec as P  # noqa: E402
 
 import pool3d_pass  # noqa: E402
 
-from compiled_hlo import collectives, kernel_calls, kernel_operand_shapes, pool_gradient_ops  # noqa: E402
-from spatial_cases_table import (  # noqa: E402
+from oracles.compiled_hlo import collectives, kernel_calls, kernel_operand_shapes, pool_gradient_ops  # noqa: E402
+from cases.spatial import (  # noqa: E402
     CASES,
     FACTORS,
     STEPS,
