@@ -43,8 +43,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from cases import pooling
 from bench.timing import blocking, jax_call, measure
+from cases import pooling
 
 try:
     import torch

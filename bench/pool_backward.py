@@ -52,8 +52,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from bench import rewritten
-from cases import pooling
 from bench.timing import blocking, jax_call, measure
+from cases import pooling
 from pool3d_pass.bindings import cpu as cpu_binding
 
 try:

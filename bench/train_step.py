@@ -16,8 +16,8 @@ import jax
 import numpy as np
 
 from bench import models, rewritten
-from cases import pooling
 from bench.timing import blocking, measure
+from cases import pooling
 
 FULL = {"batch": (4, 1, 32, 64, 64), "channels": (1, 8, 16, 32), "repeats": 7}
 QUICK = {**FULL, "repeats": 5}  # make bench-quick: the same step, fewer runs

@@ -58,8 +58,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from bench import rewritten
-from cases import pooling
 from bench.timing import blocking, jax_call, measure
+from cases import pooling
 
 try:
     import torch
@@ -69,7 +69,7 @@ except ImportError:  # torch is optional: its columns are skipped
 JOBS = pooling.JOBS
 
 
-def _torch_job(job: str, tp: "pooling.TorchPool", x, g):
+def _torch_job(job: str, tp: pooling.TorchPool, x, g):
     if job == "gradient only":
         def run():
             _, idx = tp.pool_with_indices(x)

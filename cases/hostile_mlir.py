@@ -52,7 +52,7 @@ def gradient_seed(shape, window, strides, padding, elem="f32", form="attribute")
     padded = [n + lo + hi for n, (lo, hi) in zip(shape, padding)]
     out = [pooled_extent(n, k, s, lo, hi) for n, k, s, (lo, hi) in zip(shape, window, strides, padding)]
     t, x, g, p = _tensor([], elem), _tensor(shape, elem), _tensor(out, elem), _tensor(padded, elem)
-    ints = lambda values: ", ".join(map(str, values))  # noqa: E731
+    ints = lambda values: ", ".join(map(str, values))
     regions = f"""({{
   ^bb0(%a: {t}, %b: {t}):
     %c = stablehlo.compare GE, %a, %b, FLOAT : ({t}, {t}) -> tensor<i1>

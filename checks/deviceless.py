@@ -139,8 +139,8 @@ def compile_spatial_step(gpus: int, layout: str, window: str) -> dict:
     from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
     import pool3d_pass
-    from oracles.compiled_hlo import collectives, kernel_calls, total_bytes
     from cases.spatial import conv_pool_step, step_shapes
+    from oracles.compiled_hlo import collectives, kernel_calls, total_bytes
 
     mesh = Mesh(np.array(h200_devices(gpus)), ("d",))
     step, split = conv_pool_step(layout, window, mesh)

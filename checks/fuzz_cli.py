@@ -221,7 +221,7 @@ def main(argv=None) -> int:
         return index, case, folder, outcome, time.monotonic() - began
 
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as executor:
-        for index, case, folder, outcome, seconds in executor.map(one, enumerate(cases)):
+        for _index, case, folder, outcome, seconds in executor.map(one, enumerate(cases)):
             kinds, found = classify(case, outcome, str(folder / "input.mlir"))
             counts["inputs"] += 1
             counts["exit 0" if outcome.status == 0 else "exit 1" if outcome.status == 1 else "exit other"] += 1

@@ -491,7 +491,7 @@ def warp_classes(role: Role, row: Row, args: dict, kernel) -> dict[frozenset, fl
     """
     if not set(BODY_TAGS) <= set(kernel.tag_set) or role.kind not in ("window", "fused"):
         return {frozenset(): 1.0}
-    import numpy as np  # noqa: PLC0415  (only here: the rest of the model needs no numpy)
+    import numpy as np  # only here: the rest of the model needs no numpy
 
     V = args["V"]
     (kD, kH, kW), (sD, sH, sW), (pD, pH, pW) = row.kernel, row.stride, row.padding
@@ -664,7 +664,7 @@ def _key(allowed, loop_trips) -> str:
 @dataclasses.dataclass
 class RecordedKernel:
     """A kernel as the model read it: its name, registers, unroll, tags and the path costs it was asked for
-    (so a past tree's kernels can be modelled after their code changed: tests/bindings/gpu/fixtures)."""
+    (so a past tree's kernels can be modelled after their code changed: tests/checks/model_fixtures)."""
 
     name: str
     registers: int | None

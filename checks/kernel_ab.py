@@ -46,9 +46,8 @@ def child(case_indices: list[int], repeats: int) -> dict:
     import jax.numpy as jnp
     import numpy as np
 
-    from cases import pooling
     from bench.timing import settle
-
+    from cases import pooling
     from pool3d_pass.bindings import cpu
 
     cpu.register()

@@ -113,8 +113,9 @@ def layer_inputs(call: dict, specials: bool, seed: int):
 def check_layer(call: dict, device, binding_function, dry_run: bool, repeats: int) -> dict:
     import jax
     import numpy as np
-    from oracles.nki_max_pool_backward_numpy import max_pooling_3d_backward as transcription
+
     from oracles.neuron_deviations import classify
+    from oracles.nki_max_pool_backward_numpy import max_pooling_3d_backward as transcription
 
     layout = call["data_format"]
     to_layout = (lambda a: np.moveaxis(a, 1, -1)) if layout == "NDHWC" else (lambda a: a)
@@ -193,9 +194,9 @@ def run_program(text: str, arguments, client, device, repeats: int = 0):
 def check_program(name: str, text: str, arguments, client, device, dry_run: bool, repeats: int) -> dict:
     """One program, original and rewritten, on the device, against the contract executed on XLA:CPU."""
     import numpy as np
-    from oracles.xla_runner import run_stablehlo
 
     import pool3d_pass
+    from oracles.xla_runner import run_stablehlo
 
     rewritten, report = pool3d_pass.rewrite_text(text, target="reference" if dry_run else "neuron")
     contract, _ = pool3d_pass.rewrite_text(text, target="reference")
@@ -216,8 +217,9 @@ def check_program(name: str, text: str, arguments, client, device, dry_run: bool
 def programs_to_run(entries, platform: str, bench_cases: int | None = None) -> list[tuple[str, str, list]]:
     """(name, text, arguments): the fixtures, and the bench's quick cases (gradient only) lowered for `platform`."""
     import jax
-    from cases.pooling import JOBS, QUICK_CASES, inputs, jax_job, np_dtype, pool_fn
+
     from cases.fixtures import fixture_text, tie_heavy_inputs
+    from cases.pooling import JOBS, QUICK_CASES, inputs, jax_job, np_dtype, pool_fn
 
     programs = [(entry["name"], fixture_text(entry["name"]), tie_heavy_inputs(entry)) for entry in entries]
     for case in QUICK_CASES[:bench_cases]:
@@ -242,9 +244,9 @@ def main(argv=None) -> int:
         print(f"neuron-check skipped: no Neuron device/SDK ({reason})")
         return 0
 
-    from cases.fixtures import ENTRIES
     from jax.extend import backend
 
+    from cases.fixtures import ENTRIES
     from pool3d_pass.bindings import registry
 
     platform = "cpu" if args.dry_run else "neuron"

@@ -16,7 +16,6 @@ from __future__ import annotations
 import tempfile
 import time
 
-
 from checks.device_check import trace
 from checks.device_check.jobs import kernel_calls
 from checks.device_check.timing import _jax_timer, measure

@@ -27,8 +27,8 @@ import time
 import numpy as np
 
 from cases import pooling
-from pool3d_pass.calibration import timing as calibration_timing
 from checks.device_check.jobs import job_function, kernel_calls, not_rewritten
+from pool3d_pass.calibration import timing as calibration_timing
 
 JOBS = ("gradient only", "inference", "forward + gradient", "forward alone")
 # pool3d_pass.jit's strategies timed per job: recompute only where it differs most (no forward to reuse).

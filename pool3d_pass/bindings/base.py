@@ -29,8 +29,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from pool3d_pass.contract import BACKWARD, CALLS
-from pool3d_pass.options import BindingSettings, binding_settings
 from pool3d_pass.contract.pool_config import HoldsPool, PoolConfig
+from pool3d_pass.options import BindingSettings, binding_settings
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class CallSignature(HoldsPool):
     call: str = BACKWARD  # which of the contract's calls (a key of contract.CALLS)
 
     @classmethod
-    def of_pool(cls, call: str, element_type: str, pool: PoolConfig) -> "CallSignature":
+    def of_pool(cls, call: str, element_type: str, pool: PoolConfig) -> CallSignature:
         """The signature of `call` on a matched pool: one element type throughout."""
         return cls(element_type, element_type, element_type, pool, call)
 

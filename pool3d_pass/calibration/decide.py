@@ -41,7 +41,6 @@ from pool3d_pass.calibration.device import identify, jax_backend
 from pool3d_pass.calibration.key import NUMERICS, SPEED, Device, shared_name
 from pool3d_pass.calibration.request import Decision, Request
 from pool3d_pass.calibration.store import Store
-from pool3d_pass.contract import FORWARD_OUTPUT
 
 logger = logging.getLogger("pool3d_pass")
 

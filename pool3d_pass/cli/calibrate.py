@@ -23,7 +23,7 @@ import sys
 from pool3d_pass import environment
 from pool3d_pass.calibration import modes
 from pool3d_pass.calibration.key import FORWARD_AND_GRADIENT, GRADIENT_ONLY, INFERENCE, NUMERICS
-from pool3d_pass.calibration.store import Store, cache_dir
+from pool3d_pass.calibration.store import Store
 
 JOBS = {"gradient": GRADIENT_ONLY, "forward+gradient": FORWARD_AND_GRADIENT, "inference": INFERENCE}
 DTYPES = ("f32", "bf16", "f16")

@@ -25,8 +25,9 @@ import pytest
 
 from bench import forward, rewritten, tables
 from cases import pooling
-from corpus import ROOT
 from pool3d_pass.bindings import reference
+
+from corpus import ROOT
 
 BENCH = ROOT / "bench"
 

@@ -9,17 +9,18 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from corpus import BY_NAME as ENTRIES
-from corpus import fixture_text, tie_heavy_inputs
-from oracles.xla_runner import run_stablehlo
 
 import pool3d_pass
+from oracles.xla_runner import run_stablehlo
 from pool3d_pass.bindings import registry
 from pool3d_pass.bindings.neuron import NeuronPackagesMissing, missing_packages
 from pool3d_pass.bindings.reference.binding import functions as reference_functions
 from pool3d_pass.bindings.registry import Binding, CallSignature, Functions, contract_preconditions
-from pool3d_pass.contract.pool_config import PoolConfig
 from pool3d_pass.contract import TARGETS
+from pool3d_pass.contract.pool_config import PoolConfig
+
+from corpus import BY_NAME as ENTRIES
+from corpus import fixture_text, tie_heavy_inputs
 
 SPLICED = ["jax_ncdhw_k3s2_p1_f32", "jax_ndhwc_k2s2_valid_bf16", "jax_ncdhw_k2s2_same_even_f32", "flax_linen_cnn3d_grad_params_and_input_f32"]
 

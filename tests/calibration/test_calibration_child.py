@@ -14,11 +14,12 @@ from pathlib import Path
 
 import pytest
 
-import planted_kernels
 from pool3d_pass.bindings.registry import binding_for
 from pool3d_pass.calibration import decide, runner
 from pool3d_pass.calibration.key import INFERENCE, NUMERICS, SPEED, Subject
 from pool3d_pass.options import BindingSettings
+
+import planted_kernels
 
 pytestmark = pytest.mark.usefixtures("cpu_kernels")
 

@@ -19,12 +19,13 @@ import numpy as np
 import pytest
 from jax import lax
 
-import planted_kernels
 import pool3d_pass
 from pool3d_pass.bindings import registry
 from pool3d_pass.calibration import decide, runner
 from pool3d_pass.calibration.store import Store
 from pool3d_pass.contract import TARGETS
+
+import planted_kernels
 
 pytestmark = pytest.mark.usefixtures("cpu_kernels", "switch_off")
 

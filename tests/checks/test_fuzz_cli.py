@@ -34,11 +34,11 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from spec_oracle import spec_outputs
-from oracles.xla_runner import main_signature, run_stablehlo
-
 from cases import hostile_mlir as hostile
 from checks import fuzz_cli as cf
+from oracles.xla_runner import main_signature, run_stablehlo
+
+from spec_oracle import spec_outputs
 
 SEED = 20261130
 CASES = hostile.draw_cases(SEED, syntactic=140, semantic=150, crash=0)

@@ -6,11 +6,12 @@ import re
 import threading
 
 import pytest
-from corpus import ROOT
 
 from cases import hostile_mlir as hostile
 from pool3d_pass import rewrite_text, safe_parse
 from pool3d_pass.safe_parse import InputLimitError, check_text
+
+from corpus import ROOT
 
 LIMIT = safe_parse.MAX_NESTING
 REAL = sorted(ROOT.glob("tests/fixtures/*.mlir")) + sorted(ROOT.glob("lit_tests/**/*.mlir")) + sorted(

@@ -26,10 +26,9 @@ import pytest
 from jax import lax
 
 import pool3d_pass
+from oracles.float_bits import assert_same_bits  # NaN matches NaN (any payload), never +0
 from pool3d_pass.bindings.cpu import speed
 from pool3d_pass.contract import TARGETS
-
-from oracles.float_bits import assert_same_bits  # NaN matches NaN (any payload), never +0
 
 pytestmark = pytest.mark.usefixtures("cpu_kernels", "switch_off")
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import pytest
 
 from cases.children import run as run_children
+
 from corpus import SUPPORT
 
 CASES_SCRIPT = SUPPORT / "partitioned_cases.py"
@@ -206,7 +207,7 @@ def test_a_binding_without_partitionable_calls_is_refused_in_a_multi_device_prog
     import pool3d_pass
 
     def pool_grad(x):
-        pool = lambda v: lax.reduce_window(v, -jnp.inf, lax.max, (1, 1, 2, 2, 2), (1, 1, 2, 2, 2), "VALID")  # noqa: E731
+        pool = lambda v: lax.reduce_window(v, -jnp.inf, lax.max, (1, 1, 2, 2, 2), (1, 1, 2, 2, 2), "VALID")
         return jax.grad(lambda v: jnp.sum(pool(v) ** 2))(x)
 
     text = jax.jit(pool_grad).lower(jnp.ones((2, 2, 4, 4, 4))).as_text()

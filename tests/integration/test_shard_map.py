@@ -17,6 +17,7 @@ from __future__ import annotations
 import pytest
 
 from cases import children
+
 from corpus import SUPPORT
 
 CASES_SCRIPT = SUPPORT / "shard_map_cases.py"

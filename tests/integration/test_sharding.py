@@ -22,6 +22,7 @@ from __future__ import annotations
 import pytest
 
 from cases import children
+
 from corpus import SUPPORT
 
 CASES_SCRIPT = SUPPORT / "sharding_cases.py"

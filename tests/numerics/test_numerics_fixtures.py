@@ -33,17 +33,18 @@ padding it gives some tied windows' gradient to another element
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 import pool3d_pass
 from oracles.contract_numpy import assert_bit_exact
-from fixture_numerics import check_against_the_spec, elements_off, make_args, reference_recipe
-from spec_oracle import spec_text
 from oracles.xla_runner import run_stablehlo
 
+from corpus import ENTRIES, FIXTURES
+from fixture_numerics import check_against_the_spec, elements_off, make_args, reference_recipe
+from spec_oracle import spec_text
+
 TARGET = "pool3d.max_pooling_3d_backward"
-from corpus import ENTRIES, FIXTURES, MANIFEST  # noqa: E402
+
 X_KINDS = ("smallint", "relu", "constant")
 
 pytestmark = pytest.mark.usefixtures("cpu_kernels")

@@ -63,12 +63,13 @@ from oracles.contract_numpy import (
     summation_tolerance,
     window_in_padding,
 )
-from kernel_examples import KernelExamples
 from oracles.xla_runner import run_stablehlo
 
 # Each gradient is a bare gradient (vjp of the pool).
-from corpus import BARE_GRADIENT_CALL as GRADIENT_CALL  # noqa: E402
-from corpus import BARE_GRADIENT_STRATEGIES as STRATEGIES  # noqa: E402
+from corpus import BARE_GRADIENT_CALL as GRADIENT_CALL
+from corpus import BARE_GRADIENT_STRATEGIES as STRATEGIES
+from kernel_examples import KernelExamples
+
 F32, BF16, F16 = np.dtype(np.float32), np.dtype(ml_dtypes.bfloat16), np.dtype(np.float16)
 
 

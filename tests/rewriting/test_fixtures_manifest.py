@@ -10,14 +10,12 @@ inputs (through ``oracles/xla_runner.py``), giving results of the recorded shape
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 import pytest
 
-from oracles.xla_runner import MLIR_TO_NUMPY, run_stablehlo  # noqa: E402
+from oracles.xla_runner import MLIR_TO_NUMPY, run_stablehlo
 
-from corpus import ENTRIES, FIXTURES, MANIFEST  # noqa: E402
+from corpus import ENTRIES, FIXTURES
 
 pytestmark = pytest.mark.needs_flax
 IDS = [e["name"] for e in ENTRIES]

@@ -10,7 +10,7 @@ import pytest
 from pool3d_pass import jax_compat
 from pool3d_pass.ir import context as ir_context
 
-from corpus import ROOT  # noqa: E402
+from corpus import ROOT
 
 PYPROJECT = ROOT / "pyproject.toml"
 

@@ -7,7 +7,6 @@ Numerics of the same fixtures are checked in test_numerics_fixtures.py.
 
 from __future__ import annotations
 
-
 import pytest
 from jaxlib.mlir import ir, passmanager
 
@@ -15,7 +14,8 @@ import pool3d_pass
 from pool3d_pass.contract import TARGET_NAME
 from pool3d_pass.ir.context import make_context
 
-from corpus import ENTRIES, FIXTURES  # noqa: E402
+from corpus import ENTRIES, FIXTURES
+
 POSITIVE = [e for e in ENTRIES if e["expected_pool_gradients"] > 0]
 NEGATIVE = [e for e in ENTRIES if e["expected_pool_gradients"] == 0]
 

@@ -14,21 +14,21 @@
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
-from corpus import BY_NAME as ENTRIES
-from corpus import fixture_text, tie_heavy_inputs
-from spec_oracle import spec_outputs
-from oracles.float_bits import assert_same_bits
-from oracles.xla_runner import run_stablehlo
 
 import pool3d_pass
+from oracles.float_bits import assert_same_bits
+from oracles.xla_runner import run_stablehlo
 from pool3d_pass.bindings import registry
 from pool3d_pass.bindings.reference.binding import functions as reference_functions
 from pool3d_pass.bindings.registry import Binding, Functions, contract_preconditions
 from pool3d_pass.contract import TARGETS
 from pool3d_pass.rewriting.strategy import preferred_strategy
+
+from corpus import BY_NAME as ENTRIES
+from corpus import fixture_text, tie_heavy_inputs
+from spec_oracle import spec_outputs
 
 POSITIVE = sorted(name for name, e in ENTRIES.items() if not e["negative"])
 # A training step (forward + gradient), a bare gradient, a returned primal,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from corpus import ROOT as REPOSITORY  # noqa: E402
+from corpus import ROOT as REPOSITORY
 
 PACKAGE = REPOSITORY / "pool3d_pass"
 ROOT = "pool3d_pass"

@@ -29,8 +29,16 @@ from __future__ import annotations
 
 from pool3d_pass.bindings.cpu.registration import is_registered, register
 from pool3d_pass.bindings.ffi_calls import INDEX_DTYPE, make_calls
-from pool3d_pass.contract import (ATTRIBUTE_NAMES, BACKWARD, BACKWARD_FROM_INDICES, BACKWARD_FROM_INPUT, FORWARD,
-                                  FORWARD_OUTPUT, TARGET_NAME, TARGETS)
+from pool3d_pass.contract import (
+    ATTRIBUTE_NAMES,
+    BACKWARD,
+    BACKWARD_FROM_INDICES,
+    BACKWARD_FROM_INPUT,
+    FORWARD,
+    FORWARD_OUTPUT,
+    TARGET_NAME,
+    TARGETS,
+)
 
 __all__ = [
     "TARGET_NAME",

@@ -62,9 +62,6 @@ from pool3d_pass.options import BindingSettings
 logger = logging.getLogger("pool3d_pass")
 
 INTERPRET_ENV = environment.GPU_INTERPRET
-DEVICE_KIND_ENV = environment.GPU_DEVICE_KIND
-DEFAULT_DEVICE_KIND = environment.GPU_DEVICE_KIND_DEFAULT
-TRITON_CALL_TARGET = "__gpu$xla.gpu.triton"
 # Kernel names (the Triton kernels' names in the lowered call and in the PTX).
 KERNEL_NAMES = {
     "forward": "pool3d_gpu_forward",
@@ -176,7 +173,7 @@ def _output_shape(g) -> tuple[int, ...]:
     return shaped(g.batch, g.channels, g.out_spatial, g.output_format)
 
 
-def _plan(call: str, input_shape, pool: PoolConfig):
+def _plan(input_shape, pool: PoolConfig):
     """(kernel module, geometry), or (None, reason) where the reference must stand in."""
     kernels, reason = _kernels()
     if kernels is None:
@@ -202,7 +199,7 @@ def _empty(shape, dtype):
 # --- the contract's calls -----------------------------------------------------
 
 
-def _run_window_kernel(input, g, kernels, interpret, *, y=None, store_y, store_index, name):  # noqa: A002
+def _run_window_kernel(input, g, kernels, interpret, *, y=None, store_y, store_index, name):
     with contextlib.nullcontext() if interpret else _lowering_device():
         return kernels.window(
             input.reshape(-1), None if y is None else y.reshape(-1), g,
@@ -223,7 +220,7 @@ def _input_shape(g) -> tuple[int, ...]:
 
 
 def _forward(operands, g, kernels, interpret):
-    (input,) = operands  # noqa: A001 - the contract's operand name
+    (input,) = operands  # the contract's operand name
     shape = _output_shape(g)
     if g.out_size == 0:
         return _empty(shape, input.dtype), _empty(shape, jax.numpy.int16)
@@ -232,7 +229,7 @@ def _forward(operands, g, kernels, interpret):
 
 
 def _forward_output(operands, g, kernels, interpret):
-    (input,) = operands  # noqa: A001
+    (input,) = operands  # the contract's operand name
     shape = _output_shape(g)
     if g.out_size == 0:
         return _empty(shape, input.dtype)
@@ -249,7 +246,7 @@ def _backward_from_indices(operands, g, kernels, interpret):
 
 
 def _backward(operands, g, kernels, interpret):
-    grad_output, input, output = operands  # noqa: A001
+    grad_output, input, output = operands
     if g.in_size == 0:
         return _empty(input.shape, input.dtype)
     (index,) = _run_window_kernel(input, g, kernels, interpret, y=output, store_y=False, store_index=True,
@@ -258,7 +255,7 @@ def _backward(operands, g, kernels, interpret):
 
 
 def _backward_from_input(operands, g, kernels, interpret):
-    grad_output, input = operands  # noqa: A001
+    grad_output, input = operands
     if g.in_size == 0:
         return _empty(input.shape, input.dtype)
     (index,) = _run_window_kernel(input, g, kernels, interpret, store_y=False, store_index=True, name="indices")
@@ -281,7 +278,7 @@ def _implement(kind: str, operands: tuple, attributes: dict, settings: BindingSe
     cuda = _cuda_calls(settings)
     if cuda is not None:
         return cuda.FUNCTIONS[kind](*operands, **attributes)
-    kernels, g = _plan(kind, input_shape_of(kind, operands, attributes), PoolConfig.of(attributes))
+    kernels, g = _plan(input_shape_of(kind, operands, attributes), PoolConfig.of(attributes))
     if kernels is None:
         return _reference(kind, g)(*operands, **attributes)
     return _PALLAS[kind](operands, g, kernels, settings.gpu_interpret)

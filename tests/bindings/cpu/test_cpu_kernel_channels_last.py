@@ -22,13 +22,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from jax import lax
-
-from pool3d_pass.bindings import cpu, reference
-from pool3d_pass.bindings.cpu import partitioned as cpu_partitioned
-from pool3d_pass.contract import FORWARD_OUTPUT, TARGETS
-from pool3d_pass.contract.sharding import sharding_rule
-
-from kernel_examples import KernelExamples
 from test_cpu_kernel_layer import (
     DTYPES,
     KINDS,
@@ -41,6 +34,13 @@ from test_cpu_kernel_layer import (
     to_layout,
     window_config,
 )
+
+from pool3d_pass.bindings import cpu, reference
+from pool3d_pass.bindings.cpu import partitioned as cpu_partitioned
+from pool3d_pass.contract import FORWARD_OUTPUT, TARGETS
+from pool3d_pass.contract.sharding import sharding_rule
+
+from kernel_examples import KernelExamples
 
 # kernel, stride, padding
 WINDOWS = [
@@ -66,13 +66,13 @@ def _ids(w):
     return f"k{w[0]}-s{w[1]}-p{w[2]}"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _forward_output(k, s, p, layout):
     a = dict(kernel_size=k, stride=s, padding=p, data_format=layout)
     return jax.jit(lambda x: cpu.max_pooling_3d_forward_output(x, **a))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _reduce_window(k, s, p, layout):
     win, st_, pad = window_config(layout, k, s, p)
     return jax.jit(lambda v: lax.reduce_window(v, jnp.array(-jnp.inf, v.dtype), lax.max, win, st_, pad))

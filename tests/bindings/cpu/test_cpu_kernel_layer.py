@@ -26,10 +26,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jax import lax
 
+from oracles.float_bits import float_bits
 from pool3d_pass.bindings import cpu
 from pool3d_pass.contract import NO_SELECTION, TARGETS, pooled_extent
 
-from oracles.float_bits import float_bits
 from kernel_examples import KernelExamples
 
 DTYPES = {"f32": np.dtype(np.float32), "bf16": np.dtype(ml_dtypes.bfloat16), "f16": np.dtype(np.float16)}
@@ -184,13 +184,13 @@ def overlapping(k, s):
 # ---------------------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _from_indices_call(k, s, p, data_format, output_format, input_shape):
     a = dict(kernel_size=k, stride=s, padding=p, data_format=data_format, output_format=output_format)
     return jax.jit(lambda g, i: cpu.max_pooling_3d_backward_from_indices(g, i, input_shape=input_shape, **a))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _layer_program(k, s, p, data_format, output_format, input_shape):
     """The four calls in one program, (x, g) -> (y, idx, from_indices, from_input, backward):
     one XLA compile per configuration instead of four (the suite's time is mostly compiles).
@@ -226,7 +226,7 @@ def window_config(layout, k, s, p):
     return (1,) + k + (1,), (1,) + s + (1,), ((0, 0),) + tuple((q, q) for q in p) + ((0, 0),)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _xla(layout, k, s, p):
     win, st_, pad = window_config(layout, k, s, p)
 

@@ -155,7 +155,8 @@ def _shard_map_programs(devices):
     import jax
     import jax.numpy as jnp
     import numpy as np
-    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+    from jax.sharding import Mesh, NamedSharding
+    from jax.sharding import PartitionSpec as P
 
     line = Mesh(np.array(devices), ("b",))
     grid = Mesh(np.array(devices).reshape(2, 2), ("b", "m"))

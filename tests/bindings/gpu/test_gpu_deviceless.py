@@ -100,7 +100,7 @@ def test_batch_sharded_layer_compiles_for_two_h200s_with_the_pallas_kernels_per_
     pool3d_pass.clear_caches()
 
     def layer(x):
-        pool = lambda v: lax.reduce_window(v, -jnp.inf, lax.max, (1, 1, 2, 2, 2), (1, 1, 2, 2, 2), "VALID")  # noqa: E731
+        pool = lambda v: lax.reduce_window(v, -jnp.inf, lax.max, (1, 1, 2, 2, 2), (1, 1, 2, 2, 2), "VALID")
         y, vjp = jax.vjp(pool, x)
         return y, vjp(2 * y - 1)[0]
 

@@ -26,14 +26,15 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from oracles.contract_numpy import assert_bit_exact, check_pool_gradient, max_pool_grad_reference
 from oracles.float_bits import assert_same_bits
-from kernel_examples import KernelExamples
-
 from pool3d_pass.bindings import reference as jax_reference
 from pool3d_pass.bindings.gpu import calls
 from pool3d_pass.bindings.gpu.pallas import kernels
 from pool3d_pass.contract.pool_config import PoolConfig
+
+from kernel_examples import KernelExamples
 
 pytestmark = pytest.mark.gpu
 

@@ -28,17 +28,18 @@ import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
 import pytest
-from oracles.contract_numpy import max_pool_grad_reference, output_shape
-from corpus import ENTRIES, EXAMPLE, ROOT, SUPPORT, fixture_text
 
 import pool3d_pass
+from oracles.contract_numpy import max_pool_grad_reference, output_shape
 from pool3d_pass.bindings import neuron, registry
 from pool3d_pass.bindings.neuron import sdk
 from pool3d_pass.bindings.registry import CallSignature
-from pool3d_pass.contract.pool_config import PoolConfig
 from pool3d_pass.cli.pool3d_opt import main
+from pool3d_pass.contract.pool_config import PoolConfig
 from pool3d_pass.integration import module_rewrite
 from pool3d_pass.ir.context import make_context
+
+from corpus import ENTRIES, EXAMPLE, ROOT, SUPPORT, fixture_text
 
 STANDIN = SUPPORT / "neuron_sdk_standin"
 PLACEHOLDER = SUPPORT / "neuron_registry_placeholder"

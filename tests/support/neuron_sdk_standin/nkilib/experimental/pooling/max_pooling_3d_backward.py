@@ -12,8 +12,6 @@ source, so the binding's tests see which tensor went where.
 
 from __future__ import annotations
 
-from typing import Optional, Union
-
 import nki
 import nki.language as nl
 import numpy as np
@@ -24,11 +22,11 @@ def max_pooling_3d_backward(
     grad_output,
     input_tensor,
     output_tensor,
-    kernel_size: Union[int, tuple],
-    stride: Optional[Union[int, tuple]] = None,
-    padding: Union[int, tuple] = 0,
+    kernel_size: int | tuple,
+    stride: int | tuple | None = None,
+    padding: int | tuple = 0,
     data_format: str = "NCDHW",
-    output_format: Optional[str] = None,
+    output_format: str | None = None,
 ):
     if data_format not in ("NCDHW", "NDHWC") or (output_format or data_format) not in ("NCDHW", "NDHWC"):
         raise ValueError(f"layouts {data_format}/{output_format}")
