@@ -22,7 +22,7 @@ import platform as platform_module
 import sys
 from pathlib import Path
 
-from pool3d_pass import environment
+from pool3d_pass import environment, jax_compat
 from pool3d_pass.calibration.key import Device
 
 KERNEL_SUFFIXES = (".py", ".so", ".pyd", ".dylib", ".cu", ".cc", ".h")
@@ -59,10 +59,7 @@ def cpu_model() -> str:
 
 
 def _version(distribution: str) -> str:
-    try:
-        return importlib.metadata.version(distribution)
-    except importlib.metadata.PackageNotFoundError:
-        return "none"
+    return jax_compat.installed_version(distribution) or "none"
 
 
 @functools.cache
