@@ -116,7 +116,7 @@ def test_first_use_refuses_the_wrong_slow_and_aborting_kernels_and_keeps_the_rea
     monkeypatch.setattr(runner, "run", lambda *a, **k: pytest.fail("a stored verdict must not be measured again"))
     compiled_again, messages_again, _ = _compile(caplog)
     assert _calls(compiled_again.as_text()) == {"backward_from_input"}
-    assert sum("decided by this machine's calibration" in m for m in messages_again) >= 3
+    assert "\n".join(messages_again).count("decided by this machine's calibration") >= 3  # one WARNING holds two
 
     # an explicit strategy is the user's choice for speed (the slow kernel is used), never for numerics
     indices, messages_indices, _ = _compile(caplog, "indices")
