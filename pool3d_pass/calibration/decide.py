@@ -5,7 +5,10 @@ each call the pass would emit, `decide(request)`:
 
 1. No binding (neutral output): nothing to decide.
 2. Numerics: a stored battery verdict that failed refuses the class on this
-   device under every strategy (a WARNING names the failing case, once).
+   device under every strategy (a WARNING names the failing case, once); on
+   a `verify_first` platform (GPU, Neuron) whose device this process has, so
+   does a class whose battery has not passed here (calibration "off" or
+   "cached" without a verdict, no child could run, the budget spent).
 3. An explicit strategy ("indices", "recompute") uses the kernels.
 4. `auto`: this machine's speed verdict, where one is stored; else the
    binding's prior (`Calibration.prior`: the CPU's stored table, the GPU's
@@ -19,7 +22,8 @@ the CPU's thin margins). The first such class of a module brings every other
 class of that module into the same child (`collect`). Within the process's
 budget (modes.py); beyond it such a class stays the platform compiler's,
 said once. A device one process owns (NeuronCores) is never calibrated here
-once the program holds it: a WARNING says so once, and the prior decides.
+once the program holds it: a WARNING says so once, and its classes stay the
+platform compiler's.
 
 Several JAX processes (jax.distributed) decide once: process 0 decides, the
 others take its decision (agreement.py), so every process compiles the same
@@ -134,7 +138,8 @@ class Decider:
                     self._device = identify(self.options.target, self.binding, self.settings)
                 except Exception as error:  # noqa: BLE001 - no key, no verdicts: the prior decides
                     _say_once(logging.WARNING, f"the device could not be identified ({type(error).__name__}: "
-                                               f"{error}); the prior decides")
+                                               f"{error}); no verdict can be looked up (GPU, Neuron: nothing is "
+                                               "rewritten for this device)")
         return self._device
 
     def _store(self) -> Store:
@@ -181,6 +186,8 @@ class Decider:
                 _say_once(logging.WARNING, f"{self.binding.platform} kernels refused for {subject.numerics().describe()} "
                                            f"on {device.describe()}: {entry['verdict'].get('failed')}")
                 return refused
+        if (unverified := self._unverified(subject, device)) is not None:
+            return unverified
         if self.explicit:
             return Decision(True, f"the explicit strategy '{self.options.strategy}'")
         if device is not None:
@@ -193,6 +200,33 @@ class Decider:
                                   "used wherever they run)")
         return Decision(prior.rewrite, prior.source, "" if prior.rewrite else prior.reason,
                         figure=prior.reason if prior.rewrite and not prior.settled else "", speed=not prior.rewrite)
+
+    def _unverified(self, subject, device: Device | None) -> Decision | None:
+        """On a `verify_first` platform whose device this process has: a refusal until the class's battery passed here.
+
+        No kernel runs on such a device before it gave the contract's results there, whatever the strategy
+        and the calibration mode. A compile without the device (deviceless, `pool3d-opt --target=gpu` on a
+        laptop) runs nothing here: the prior decides.
+        """
+        if not self.binding.calibration.verify_first or jax_backend(self.options.target) is None:
+            return None
+        if device is not None:
+            entry = self._store().read(device, subject.numerics())
+            if entry is not None and entry["verdict"]["passed"]:
+                return None
+        if self.mode == modes.OFF:
+            why = "calibration is 'off'"
+        elif self.mode == modes.CACHED:
+            why = "calibration is 'cached' and no verdict is stored for this class"
+        elif device is None:
+            why = "the device could not be identified"
+        else:
+            why = _not_here.get((device.platform, device.kernels)) or "no calibration could run"
+            why = {"held": "its device belongs to one process, and this program holds it"}.get(why, why)
+        platform = self.binding.platform
+        return Decision(False, "the numerics rule (no kernel before its battery passed on this device)",
+                        f"the {platform} kernels have not passed the numerics battery on this device ({why}); "
+                        f"`python -m pool3d_pass calibrate --platform {platform}` verifies them ahead of time")
 
     def _calibrate_if_needed(self, request: Request, numerics_wanted: bool, speed_wanted: bool) -> Decision | None:
         """Measure this class (and the module's others) where it has no verdict; a refusal where it cannot."""
@@ -218,7 +252,8 @@ class Decider:
                                        "device belongs to one process, and this program holds it; calibrate before "
                                        "the program takes it (pool3d_pass.enable() before the first computation, or "
                                        "`python -m pool3d_pass calibrate --platform "
-                                       f"{device.platform}` ahead of time); until then the prior decides")
+                                       f"{device.platform}` ahead of time); until then its classes stay the platform "
+                                       "compiler's")
             return None
         with _lock:
             requests = [request]
@@ -299,8 +334,10 @@ def calibrate(decider: Decider, requests: list[Request]) -> dict:
     _spent["seconds"] += time.monotonic() - start
     if outcome.fatal is not None:
         _not_here[(device.platform, device.kernels)] = outcome.fatal
+        unverified = ("classes never verified here stay the platform compiler's"
+                      if decider.binding.calibration.verify_first else "the prior decides")
         _say_once(logging.WARNING, f"no calibration child could use this {device.describe()} ({outcome.fatal}); "
-                                   "the prior decides (GPUs in exclusive-process mode: run `python -m pool3d_pass "
+                                   f"{unverified} (GPUs in exclusive-process mode: run `python -m pool3d_pass "
                                    "calibrate` before the program starts)")
         return results
     for task_id, subject in subjects.items():
