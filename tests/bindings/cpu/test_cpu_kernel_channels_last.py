@@ -28,6 +28,7 @@ from test_cpu_kernel_layer import (
     bits,
     cast,
     check_against_spec,
+    draw_problem,
     from_layout,
     make_x,
     spec_forward,
@@ -162,11 +163,7 @@ def test_drawn_channels_last_configurations():
         kind=st.sampled_from(KINDS),
     )
     def drawn(data, dtype, kind):
-        k = tuple(data.draw(st.integers(1, 3)) for _ in range(3))
-        s = tuple(data.draw(st.integers(1, 3)) for _ in range(3))
-        p = tuple(data.draw(st.integers(0, kk - 1)) for kk in k)
-        spatial = tuple(data.draw(st.integers(max(1, kk - 2 * q), 6)) for kk, q in zip(k, p))
-        shape = (data.draw(st.integers(1, 2)), data.draw(st.integers(1, 256))) + spatial
+        k, s, p, shape = draw_problem(data, max_extent=6, max_channels=256)
         x32 = make_x(kind, shape, seed=data.draw(st.integers(0, 1000)))
         check_against_spec(x32, DTYPES[dtype], k, s, p, "NDHWC", kind, check_xla=False, kernel=layer)
         layout = data.draw(st.sampled_from(["NCDHW", "NDHWC"]))

@@ -226,8 +226,18 @@ def window_config(layout, k, s, p):
     return (1,) + k + (1,), (1,) + s + (1,), ((0, 0),) + tuple((q, q) for q in p) + ((0, 0),)
 
 
+def draw_problem(data, max_extent: int, max_channels: int):
+    """A drawn window (k, s, p), each at most 3, and an NCDHW shape with a window in every dimension."""
+    k = tuple(data.draw(st.integers(1, 3)) for _ in range(3))
+    s = tuple(data.draw(st.integers(1, 3)) for _ in range(3))
+    p = tuple(data.draw(st.integers(0, kk - 1)) for kk in k)
+    spatial = tuple(data.draw(st.integers(max(1, kk - 2 * q), max_extent)) for kk, q in zip(k, p))
+    return k, s, p, (data.draw(st.integers(1, 2)), data.draw(st.integers(1, max_channels))) + spatial
+
+
 @functools.cache
-def _xla(layout, k, s, p):
+def xla_pool(layout, k, s, p):
+    """XLA's jitted max pool and its gradient (of x, given the output's cotangent) for one window."""
     win, st_, pad = window_config(layout, k, s, p)
 
     def fwd(v):
@@ -259,7 +269,7 @@ def check_against_spec(x32_ncdhw, dtype, k, s, p, layout, kind, check_xla=True, 
         bound = half_ulp * np.abs(exact) + np.prod(k) * 2.0**-24 * magnitude + 1e-30
         assert np.all(np.abs(ours - exact) <= bound), kind
     if check_xla:
-        xla_fwd, xla_grad = _xla(layout, tuple(k), tuple(s), tuple(p))
+        xla_fwd, xla_grad = xla_pool(layout, tuple(k), tuple(s), tuple(p))
         y_x = np.asarray(xla_fwd(x))
         np.testing.assert_array_equal(np.isnan(y_x.astype(np.float32)), np.isnan(y.astype(np.float32)), err_msg=kind)
         keep = ~np.isnan(y_x.astype(np.float32))
@@ -324,7 +334,7 @@ def test_signed_zeros_and_all_neg_inf_windows():
         ([-np.inf, np.inf, np.inf], np.inf, 1),
         ([1.0, np.nan, 2.0], np.nan, NO_SELECTION),
     ]
-    xla_fwd, _ = _xla("NCDHW", (1, 1, 3), (1, 1, 3), (0, 0, 0))
+    xla_fwd, _ = xla_pool("NCDHW", (1, 1, 3), (1, 1, 3), (0, 0, 0))
     for dtype in DTYPES.values():
         x = cast(np.array([c[0] for c in cases], np.float32).reshape(1, len(cases), 1, 1, 3), dtype)
         y, idx, _, _ = run_all(x, 3, (1, 1, 3), (1, 1, 3), (0, 0, 0), "NCDHW")
@@ -411,11 +421,7 @@ def test_drawn_configurations():
         kind=st.sampled_from(KINDS),
     )
     def drawn(data, layout, dtype, kind):
-        k = tuple(data.draw(st.integers(1, 3)) for _ in range(3))
-        s = tuple(data.draw(st.integers(1, 3)) for _ in range(3))
-        p = tuple(data.draw(st.integers(0, kk - 1)) for kk in k)
-        spatial = tuple(data.draw(st.integers(max(1, kk - 2 * q), 7)) for kk, q in zip(k, p))
-        shape = (data.draw(st.integers(1, 2)), data.draw(st.integers(1, 5))) + spatial
+        k, s, p, shape = draw_problem(data, max_extent=7, max_channels=5)
         x32 = make_x(kind, shape, seed=data.draw(st.integers(0, 1000)))
         check_against_spec(x32, DTYPES[dtype], k, s, p, layout, kind, check_xla=False, kernel=kernel)
 
