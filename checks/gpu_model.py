@@ -232,14 +232,16 @@ def floor_bytes(job: str, n: int, m: int, itemsize: int) -> int:
             "inference": n * itemsize + m * itemsize}[job]
 
 
-# Shapes the Generic kernels serve, which no stored run times: C3D's pools in PyTorch's layout (NCDHW bf16,
-# pool3 at W = 28 and pool4 at W = 14: rows of 56 and 28 bytes, no 128-bit vector), the raw 3-channel input
-# under C3D's first window, NDHWC bf16 with C % 8 != 0, k3 s2 without padding, k2 s1.
+# Shapes no stored run times, served by the one-lane units, the ragged-row classes and the Generic kernels:
+# C3D's pools in PyTorch's layout (NCDHW bf16, pool3 at W = 28 and pool4 at W = 14: rows of 56 and 28 bytes, no
+# 128-bit vector), the raw 3-channel input under C3D's first window, NDHWC bf16 with C % 8 != 0 (k2 s2: one-lane
+# units; k3 s2 p1: Generic), k3 s2 without padding, k2 s1.
 MODEL_CASES = (
     "NCDHW bf16 (64, 256, 8, 28, 28) k2 s2",
     "NCDHW bf16 (64, 512, 4, 14, 14) k2 s2",
     "NDHWC bf16 (64, 16, 112, 112, 3) k1x2x2 s1x2x2",
     "NDHWC bf16 (64, 16, 64, 64, 12) k2 s2",
+    "NDHWC bf16 (64, 16, 64, 64, 12) k3 s2 p1",
     "NCDHW f32 (64, 64, 16, 64, 64) k3 s2",
     "NCDHW f32 (64, 64, 16, 64, 64) k2 s1",
 )

@@ -86,12 +86,14 @@ struct NcdhwTaps {
     for (int r = 0; r < kRows; ++r) {
       const int32_t at = at_d[r / W::kH] + at_h[r % W::kH];
       base[r] = tap_d[r / W::kH] + tap_h[r % W::kH];
-      const M* row = xp + at;  // one 64-bit address a row: the halo is at a small offset from it
+      // one 64-bit address a row (the halo is at a small offset from it), one IMAD.WIDE from the plane's
+      // (Opaque: nvcc would add the parts in 64 bits on the ALU, two instructions a row)
+      const M* row = Opaque(xp) + at;
       LoadVec<uint32_t, kVecN / kPerWord>(reinterpret_cast<const uint32_t*>(row + kVec0), words[r]);
       M halo[kLanes > kVecN ? kLanes - kVecN : 1];  // read at its clamped column: no load waits for another
 #pragma unroll
       for (int s = 0; s < kSeg; ++s)
-        if (Halo(s)) halo[LaneOf(s) - kVecN] = row[s + fix[s]];
+        if (Halo(s)) halo[LaneOf(s) - kVecN] = LoadGlobal(Opaque(row) + (s + fix[s]));
 #pragma unroll
       for (int l = kSeg; l < kLanes; ++l) halo[l - kVecN] = halo[0];  // the pad lane: any real value
 #pragma unroll
