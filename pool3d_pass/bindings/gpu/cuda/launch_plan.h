@@ -27,6 +27,7 @@
 #include <cstdint>
 
 #include "fast_div.h"
+#include "shared_kernels/calls.h"
 #include "shared_kernels/geometry.h"
 #include "units.h"
 
@@ -42,11 +43,6 @@ enum class Kernel : int {
   kWindowIndices = 5,    // x -> indices (no y: backward_from_input's first step)
 };
 
-// The calls, as the handlers name them.
-enum class Call : int {
-  kForward = 0, kForwardOutput = 1, kFromIndices = 2, kBackward = 3,
-  kFromInput = 4,
-};
 
 // The specialised window classes (kernel, stride, padding per axis D, H, W):
 // 2x2x2 stride 2 and C3D's (1,2,2) (non-overlapping), 3x3x3 stride 2 pad 1,

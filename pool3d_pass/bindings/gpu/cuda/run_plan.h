@@ -134,17 +134,6 @@ void ForKernel(Kernel k, Fn&& fn) {
   }
 }
 
-// The buffers of one call (null: not an operand of it).
-struct CallOperands {
-  const void* x = nullptr;       // input
-  const void* y_in = nullptr;    // output given (backward)
-  const void* go = nullptr;      // grad_output
-  const int16_t* idx_in = nullptr;
-  void* y = nullptr;             // output written
-  int16_t* idx = nullptr;        // indices written
-  void* dx = nullptr;            // grad_input written
-};
-
 // Runs step s of a plan for element type t; false: the executor failed (or
 // a step the plan cannot make).
 template <class Exec>
