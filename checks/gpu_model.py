@@ -235,13 +235,14 @@ def floor_bytes(job: str, n: int, m: int, itemsize: int) -> int:
 # Shapes no stored run times, served by the one-lane units, the ragged-row classes and the Generic kernels:
 # C3D's pools in PyTorch's layout (NCDHW bf16, pool3 at W = 28 and pool4 at W = 14: rows of 56 and 28 bytes, no
 # 128-bit vector), the raw 3-channel input under C3D's first window, NDHWC bf16 with C % 8 != 0 (k2 s2: one-lane
-# units; k3 s2 p1: Generic), k3 s2 without padding, k2 s1.
+# units; k3 s2 p1: half-vector units at C = 12, Generic at C = 6), k3 s2 without padding, k2 s1.
 MODEL_CASES = (
     "NCDHW bf16 (64, 256, 8, 28, 28) k2 s2",
     "NCDHW bf16 (64, 512, 4, 14, 14) k2 s2",
     "NDHWC bf16 (64, 16, 112, 112, 3) k1x2x2 s1x2x2",
     "NDHWC bf16 (64, 16, 64, 64, 12) k2 s2",
     "NDHWC bf16 (64, 16, 64, 64, 12) k3 s2 p1",
+    "NDHWC bf16 (64, 16, 64, 64, 6) k3 s2 p1",
     "NCDHW f32 (64, 64, 16, 64, 64) k3 s2",
     "NCDHW f32 (64, 64, 16, 64, 64) k2 s1",
 )
@@ -370,7 +371,11 @@ def vector_width(role: Role, row: Row) -> int:
     buffers are."""
     lanes = 16 // row.itemsize
     if row.layout == "NDHWC":
-        return lanes if row.channels % lanes == 0 else scalar_width(role, row)
+        if row.channels % lanes == 0:
+            return lanes
+        if row.itemsize == 2 and row.overlap and row.channels % (lanes // 2) == 0:  # HalfVectors: 64-bit units
+            return lanes // 2
+        return scalar_width(role, row)
     W, Wo, kW, sW = row.spatial[2], row.out_spatial[2], row.kernel[2], row.stride[2]
     if (W * row.itemsize) % 16:
         return scalar_width(role, row)

@@ -72,6 +72,9 @@ WIDTH_CASES = {
     "k122_one_lane": ((2, 3, 3, 6, 10), (1, 2, 2), (1, 2, 2), (0, 0, 0), 2),
     "k3s2p1_w24": ((1, 2, 5, 6, 24), (3, 3, 3), (2, 2, 2), (1, 1, 1), 3),
     "k3s2p1_w12": ((1, 2, 5, 6, 12), (3, 3, 3), (2, 2, 2), (1, 1, 1), 3),
+    # NDHWC 16-bit channels a multiple of 4, not 8: half-vector units of overlapping windows (NCDHW: Generic)
+    "k3s2p1_c12": ((1, 12, 5, 6, 7), (3, 3, 3), (2, 2, 2), (1, 1, 1), 3),
+    "k3s1p1_c4": ((1, 4, 4, 5, 6), (3, 3, 3), (1, 1, 1), (1, 1, 1), 4),
 }
 
 
@@ -257,8 +260,8 @@ def test_every_call_equals_the_cpu_kernels(host_elements, case, dtype, layouts, 
 @pytest.mark.parametrize("layouts", [("NCDHW", "NCDHW"), ("NDHWC", "NDHWC")], ids=["ncdhw", "ndhwc"])
 @pytest.mark.parametrize("case", list(WIDTH_CASES))
 def test_narrower_units_equal_the_cpu_kernels(host_elements, case, layouts, dtype):
-    """One-lane units of non-overlapping windows, one-vector units of overlapping ones (the plan checked:
-    test_the_plan_takes_the_narrower_units)."""
+    """One-lane units of non-overlapping windows, one-vector units of overlapping ones, half-vector NDHWC units
+    (the plan checked: test_the_plan_takes_the_narrower_units)."""
     check_call_set(host_elements, case, dtype, layouts, "specials")
 
 
@@ -277,6 +280,11 @@ def test_the_plan_takes_the_narrower_units(host_elements):
     assert step("k3s2p1_w24", FORWARD, "f32")["V"] == 4 and step("k3s2p1_w24", FORWARD, "bf16")["V"] == 4
     assert step("k3s2p1_w12", FORWARD, "f32")["V"] == 2
     assert step("k3s2p1_w12", FORWARD, "bf16")["cls"] == GENERIC  # rows of 24 bytes
+    # NDHWC overlapping windows, 16-bit channels a multiple of 4 but not 8: 4 channels a unit (64-bit accesses)
+    for case, call in (("k3s2p1_c12", FORWARD), ("k3s2p1_c12", FROM_INPUT), ("k3s1p1_c4", FROM_INPUT)):
+        for dtype in ("bf16", "f16"):
+            steps, _ = plan(host_elements, call, *WIDTH_CASES[case][:4], in_cl=True, dtype=dtype)
+            assert all((st["cls"], st["V"], st["layout"]) == (WIDTH_CASES[case][4], 4, 1) for st in steps), case
     # misaligned operands: the Generic kernels, whatever the class (host builds count the faults they avoid)
     got = step("k2s2_one_lane", FROM_INPUT, "f32", aligned=False)
     assert (got["cls"], got["V"]) == (GENERIC, GENERIC_LANES)
@@ -329,8 +337,9 @@ def test_the_plan_picks_the_specialised_kernels(host_elements):
     # Not a multiple of the vector: non-overlapping classes take their one-lane units, the rest the generic path.
     steps, _ = plan(host_elements, FORWARD, (2, 12, 8, 8, 8), (2, 2, 2), (2, 2, 2), (0, 0, 0), in_cl=True, dtype="bf16")
     assert steps[0]["cls"] == CASES["k2s2"][4] and steps[0]["V"] == 1
-    steps, _ = plan(host_elements, FORWARD, (2, 12, 8, 8, 8), (3, 3, 3), (2, 2, 2), (1, 1, 1), in_cl=True, dtype="bf16")
+    steps, _ = plan(host_elements, FORWARD, (2, 6, 8, 8, 8), (3, 3, 3), (2, 2, 2), (1, 1, 1), in_cl=True, dtype="bf16")
     assert steps[0]["cls"] == GENERIC and steps[0]["V"] == GENERIC_LANES
+    # (12 channels: half vectors, test_the_plan_takes_the_narrower_units)
 
 
 ELEMENTS_31 = 2**31

@@ -426,10 +426,22 @@ def vector_width(fn) -> int:
     return 1
 
 
+def vector_bits(fn) -> int:
+    """The widest global access a specialised vector path must make: 128 bits, but 64 for the half-vector NDHWC
+    units of 16-bit elements (launch_plan.h's HalfVectors: 4 channels a unit)."""
+    for template in gpu_model._TEMPLATES.values():
+        args = gpu_model.template_args(fn.name, template)
+        sixteen = args and len(args) >= 4 and args[0].split("::")[-1] in ("BF16T", "F16T")
+        if sixteen and gpu_model._int(args[2]) == 1:  # NDHWC
+            return min(16 * vector_width(fn), 128)
+    return 128
+
+
 def scalar_vector_paths(functions) -> list[str]:
-    """Vector paths (V > 1) with no 128-bit global load or store in their main loop."""
+    """Vector paths (V > 1) with no global load or store of their vector's width (vector_bits) in their main
+    loop."""
     return [f.name for f in functions if vector_width(f) > 1
-            and not any(bits == 128 for _, bits in f.global_widths(*f.main_range()))]
+            and not any(bits == vector_bits(f) for _, bits in f.global_widths(*f.main_range()))]
 
 
 def test_the_checks_flag_a_dividing_specialised_kernel_and_a_scalar_vector_path(probe):

@@ -173,12 +173,22 @@ inline int ScalarWidth(const Geom& g, Kernel kernel, int elem_bytes) {
   return kScalarWidth;
 }
 
+// Whether NDHWC overlapping windows of 16-bit elements take units of half a
+// 128-bit vector (4 channels, 64-bit accesses) where C is a multiple of 4 but
+// not 8 (C = 12, 20, ...): those rows would otherwise run the Generic kernels.
+inline bool HalfVectors(const Geom& g, int elem_bytes) {
+  return g.in_cl && elem_bytes == 2 && Overlapping(g) && g.C % (8 / elem_bytes) == 0;
+}
+
 // The vector width of `kernel` for a Fixed class, or 1 where the extents do
 // not allow the 128-bit path nor the one-lane one (then the Generic kernels
 // run); kScalarWidth: the one-lane Fixed unit (V = 1).
 inline int VectorWidth(const Geom& g, Kernel kernel, int elem_bytes) {
   const int lanes = 16 / elem_bytes;  // elements in 128 bits
-  if (g.in_cl) return g.C % lanes == 0 ? lanes : ScalarWidth(g, kernel, elem_bytes);
+  if (g.in_cl) {
+    if (g.C % lanes == 0) return lanes;
+    return HalfVectors(g, elem_bytes) ? lanes / 2 : ScalarWidth(g, kernel, elem_bytes);
+  }
   // NCDHW: rows must start 16-byte aligned.
   if ((g.W * elem_bytes) % 16 != 0) return ScalarWidth(g, kernel, elem_bytes);
   const bool overlap = Overlapping(g);

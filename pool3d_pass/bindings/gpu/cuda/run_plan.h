@@ -50,6 +50,12 @@ template <class T, class W, int L>
 constexpr int WideWidth(Kernel k) {
   return L == kNcdhw && WideWindows(k, W::kOverlap) && !W::kRaggedRows ? 2 * FixedWidth<T, W, L>(k) : 0;
 }
+// The half-vector width of NDHWC overlapping windows of 16-bit elements
+// (launch_plan.h's HalfVectors), 0: none.
+template <class T, class W, int L>
+constexpr int HalfWidth() {
+  return L == kNdhwc && sizeof(typename T::M) == 2 && W::kOverlap ? 8 / int(sizeof(typename T::M)) : 0;
+}
 // The one-lane width (ScalarUnits), 0: none.
 template <class W>
 constexpr int OneLane(Kernel k) {
@@ -164,7 +170,14 @@ bool RunStep(Exec& exec, const Geom& g, const Step& s, ElementType t, const Call
         using W = decltype(win);
         auto with_layout = [&](auto layout) {
           constexpr int L = decltype(layout)::value;
-          constexpr int V = FixedWidth<T, W, L>(K), V2 = WideWidth<T, W, L>(K), V1 = OneLane<W>(K);
+          constexpr int V = FixedWidth<T, W, L>(K), V2 = WideWidth<T, W, L>(K), V1 = OneLane<W>(K),
+                        Vh = HalfWidth<T, W, L>();
+          if constexpr (Vh > 0) {
+            if (s.V == Vh) {
+              ok = LaunchUnits<K, T, W, L, Vh>(exec, g, s, all);
+              return;
+            }
+          }
           if constexpr (V2 > 0) {
             if (s.V == V2) {
               ok = LaunchUnits<K, T, W, L, V2>(exec, g, s, all);
