@@ -232,14 +232,17 @@ def floor_bytes(job: str, n: int, m: int, itemsize: int) -> int:
             "inference": n * itemsize + m * itemsize}[job]
 
 
-# Shapes the Generic kernels serve, which no stored run times: C3D's pools in PyTorch's layout (NCDHW bf16,
-# pool3 at W = 28 and pool4 at W = 14: rows of 56 and 28 bytes, no 128-bit vector), the raw 3-channel input
-# under C3D's first window, NDHWC bf16 with C % 8 != 0, k3 s2 without padding, k2 s1.
+# Shapes no stored run times, served by the one-lane units, the ragged-row classes and the Generic kernels:
+# C3D's pools in PyTorch's layout (NCDHW bf16, pool3 at W = 28 and pool4 at W = 14: rows of 56 and 28 bytes, no
+# 128-bit vector), the raw 3-channel input under C3D's first window, NDHWC bf16 with C % 8 != 0 (k2 s2: one-lane
+# units; k3 s2 p1: half-vector units at C = 12, Generic at C = 6), k3 s2 without padding, k2 s1.
 MODEL_CASES = (
     "NCDHW bf16 (64, 256, 8, 28, 28) k2 s2",
     "NCDHW bf16 (64, 512, 4, 14, 14) k2 s2",
     "NDHWC bf16 (64, 16, 112, 112, 3) k1x2x2 s1x2x2",
     "NDHWC bf16 (64, 16, 64, 64, 12) k2 s2",
+    "NDHWC bf16 (64, 16, 64, 64, 12) k3 s2 p1",
+    "NDHWC bf16 (64, 16, 64, 64, 6) k3 s2 p1",
     "NCDHW f32 (64, 64, 16, 64, 64) k3 s2",
     "NCDHW f32 (64, 64, 16, 64, 64) k2 s1",
 )
@@ -355,16 +358,34 @@ def scalar_width(role: Role, row: Row) -> int:
     return SCALAR_WIDTH
 
 
+def ragged_rows(row: Row) -> bool:
+    """Fixed's kRaggedRows (unit_common.h): NCDHW rows of whole vectors end in part of a unit (k3 s2 and k2 s1
+    without padding), whose outputs the kernels read and write element by element."""
+    kW, sW, pW = row.kernel[2], row.stride[2], row.padding[2]
+    return (2 * pW - kW) // sW + 1 != 0
+
+
 def vector_width(role: Role, row: Row) -> int:
     """The vector width launch_plan.h's VectorWidth gives a Fixed class on this row (1: the plan takes the
     Generic kernels instead; SCALAR_WIDTH: the one-lane Fixed unit); operands 16-byte aligned, as XLA's
     buffers are."""
     lanes = 16 // row.itemsize
     if row.layout == "NDHWC":
-        return lanes if row.channels % lanes == 0 else scalar_width(role, row)
+        if row.channels % lanes == 0:
+            return lanes
+        if row.itemsize == 2 and row.overlap and row.channels % (lanes // 2) == 0:  # HalfVectors: 64-bit units
+            return lanes // 2
+        return scalar_width(role, row)
     W, Wo, kW, sW = row.spatial[2], row.out_spatial[2], row.kernel[2], row.stride[2]
     if (W * row.itemsize) % 16:
         return scalar_width(role, row)
+    if row.overlap and ragged_rows(row):  # launch_plan.h: two vectors of columns a window unit, the last inside
+        if role.kind == "gather":
+            return lanes if W % lanes == 0 and lanes % sW == 0 else 1
+        if lanes % sW:
+            return 1
+        v2 = 2 * (lanes // sW)
+        return v2 if math.ceil(Wo / v2) * v2 * sW <= W else 1
     if role.kind == "gather" and row.overlap:
         return lanes if W % lanes == 0 and lanes % sW == 0 and Wo % (lanes // sW) == 0 and W <= Wo * sW else 1
     if lanes % sW:
@@ -389,12 +410,14 @@ def vector_widths(role: Role, row: Row) -> list[int]:
         return [1]
     if width == 1:
         return []
-    return [width, width // 2] if row.layout == "NCDHW" and row.overlap and role.kind == "window" else [width]
+    two = row.layout == "NCDHW" and row.overlap and role.kind == "window" and not ragged_rows(row)
+    return [width, width // 2] if two else [width]
 
 
-def _has_mode(functions, mode: int) -> bool:
+def _has_mode(functions, mode: int, generic: bool) -> bool:
+    """Whether some window kernel of mode `mode` is built for Generic windows (`generic`) or Fixed ones."""
     return any((args := template_args(fn.name, "WindowKernel")) and len(args) >= 5 and _int(args[4]) == mode
-               for fn in functions)
+               and (template_args(args[1], "Fixed") is None) == generic for fn in functions)
 
 
 def find_kernel(functions, role: Role, row: Row) -> tuple[sass.Function, dict] | None:
@@ -412,9 +435,9 @@ def find_kernel(functions, role: Role, row: Row) -> tuple[sass.Function, dict] |
         if not args or len(args) < 4 or args[0].split("::")[-1] != _ELEMENT_TYPE[row.dtype]:
             continue
         generic = template_args(args[1], "Fixed") is None
-        # indices only: a Fixed window's own mode (2), a Generic one's mode 0 (run_plan.h's UnitOf); a tree
-        # without mode 2 (before issue 55) ran mode 0 for both
-        wanted = 0 if mode == 2 and (generic or not _has_mode(functions, 2)) else mode
+        # indices only: mode 2 (run_plan.h's UnitOf); a tree without it ran mode 0 (before issue 55 for both
+        # kinds of window, before its second round for Generic ones)
+        wanted = 0 if mode == 2 and not _has_mode(functions, 2, generic) else mode
         if wanted is not None and (len(args) < 5 or _int(args[4]) != wanted):
             continue
         fixed = template_args(args[1], "Fixed")
@@ -432,9 +455,13 @@ def units(role: Role, row: Row, args: dict) -> float:
     (fused; gather without overlap) a unit, and for an overlapping gather a block of input positions (2 along
     each axis whose k > 1 and s > 1: D, H, and W in NDHWC; V along W in NCDHW) by V channels (NDHWC); generic, one
     output, or one input element (gather)."""
-    if not args["specialised"]:
-        return (row.n if role.kind == "gather" else row.m) / args["V"]
+    if not args["specialised"]:  # kGenericLanes channels a unit
+        points = math.prod(row.spatial if role.kind == "gather" else row.out_spatial)
+        return row.shape[0] * points * math.ceil(row.channels / args["V"])
     if role.kind != "gather" or not row.overlap:
+        if row.layout == "NCDHW":  # V windows of a row (the last unit of a ragged row partial)
+            Do, Ho, Wo = row.out_spatial
+            return row.shape[0] * row.channels * Do * Ho * math.ceil(Wo / args["V"])
         return row.m / args["V"]
     blocks = [math.ceil(d / (2 if k > 1 and s > 1 else 1)) for d, k, s in zip(row.spatial, row.kernel, row.stride)]
     if row.layout == "NDHWC":
@@ -456,15 +483,46 @@ def generic_batch() -> int:
 
 
 def trips(role: Role, row: Row, args: dict) -> dict[int, float]:
-    """Inner-loop trips by depth (1 = D): a generic kernel walks a window's taps (window, fused) or an
-    element's covering windows (gather, k / s an axis on average) in one loop, kGenericBatch a trip; a
-    specialised kernel's loops are its rare paths (a rescan: the taps by axis) and NDHWC gathers' batches
-    of windows (one D offset's a trip)."""
+    """Inner-loop trips by depth (1 = D): a generic kernel walks a window's real taps (window, fused) or an
+    input position's covering windows (gather) in one loop, kGenericBatch a trip, and a warp runs as many
+    trips as its busiest lane (`generic_trips`); a specialised kernel's loops are its rare paths (a rescan:
+    the taps by axis) and NDHWC gathers' batches of windows (one D offset's a trip)."""
     if not args["specialised"]:
-        count = math.prod(k / s for k, s in zip(row.kernel, row.stride)) if role.kind == "gather" \
-            else math.prod(row.kernel)
-        return {1: math.ceil(count / generic_batch())}
+        return {1: generic_trips(role, row, args["V"])}
     return {d + 1: float(k) for d, k in enumerate(row.kernel)}
+
+
+def _axis_counts(role: Role, n: int, n_out: int, k: int, s: int, p: int):
+    """Per position along one axis: a gather's covering windows (input positions), else a window's real taps
+    (output positions)."""
+    import numpy as np  # only here and in warp_classes
+
+    if role.kind == "gather":
+        q = np.arange(n) + p
+        lo = np.where(q < k, 0, (q - k) // s + 1)
+        hi = np.minimum(q // s, n_out - 1)
+        return np.maximum(hi - lo + 1, 0)
+    start = np.arange(n_out) * s - p
+    return np.minimum(start + k, n) - np.maximum(start, 0)
+
+
+def generic_trips(role: Role, row: Row, lanes: int) -> float:
+    """A Generic unit's batches (generic_units.h), averaged over warps: 32 consecutive units (launch_plan.h's
+    decoding: channel blocks innermost in NDHWC, W in NCDHW) run the trips of their busiest unit."""
+    import numpy as np  # only in the model functions that need it
+
+    batch = generic_batch()
+    counts = [_axis_counts(role, n, n_out, k, s, p) for n, n_out, k, s, p in
+              zip(row.spatial, row.out_spatial, row.kernel, row.stride, row.padding)]
+    per_point = counts[0][:, None, None] * counts[1][None, :, None] * counts[2][None, None, :]  # (d, h, w)
+    blocks = math.ceil(row.channels / lanes)
+    if row.layout == "NDHWC":  # units (channel block, w, h, d)
+        unit_counts = np.repeat(per_point.reshape(-1), blocks)
+    else:  # units (w, h, d, channel block)
+        unit_counts = np.tile(per_point.reshape(-1), blocks)
+    whole = min(len(unit_counts), SIMULATED_UNITS) // WARP * WARP
+    busiest = unit_counts[:whole].reshape(-1, WARP).max(axis=1) if whole else unit_counts.max(keepdims=True)
+    return float(np.ceil(busiest / batch).mean())
 
 
 def fusible(row: Row) -> bool:

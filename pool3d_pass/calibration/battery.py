@@ -43,8 +43,9 @@ device check's int64 stage covers them, first-use calibration does not.
 
 `first_use_cases(pool)` is what calibration runs for one class: its own
 window, both of two small shapes (an odd channel count with cells after the
-last window; eight channels, which the vectorised GPU paths take), every
-input kind. `run` runs them (imports JAX).
+last window; sixteen channels, which the vectorised GPU paths take), and
+for channels-last 16-bit overlapping windows a third of twelve channels
+(the GPU's half-vector units), every input kind. `run` runs them (imports JAX).
 """
 
 from __future__ import annotations
@@ -76,6 +77,11 @@ DEVICE_BRANCH_CASES = (
      "padding": (0, 0, 0), "dtypes": ("bfloat16", "float16"), "kinds": ("ties", "specials", "zeros"),
      "branches": ("GeMask2 (__hge2_mask)", "EqMask2 (__heq2_mask)", "MaxNan2 (__hmax2_nan)", "MaxS2 (__vmaxs2)",
                   "LoadVec/StoreVec (128-bit)")},
+    {"name": "specialised k3 s2 p1, half vectors (NDHWC)", "shape": (1, 12, 6, 8, 32), "kernel": (3, 3, 3),
+     "stride": (2, 2, 2), "padding": (1, 1, 1), "dtypes": ("bfloat16", "float16"),
+     "kinds": ("ties", "specials", "zeros", "rounding"),
+     "branches": ("GeMask2 (__hge2_mask)", "EqMask2 (__heq2_mask)", "MaxNan2 (__hmax2_nan)", "MaxS2 (__vmaxs2)",
+                  "NarrowPair (cvt.rn.bf16x2/f16x2)", "LoadVec/StoreVec (64-bit)")},
 )
 # A binding's documented departures from the contract, allowed by `compare` and named in its verdict.
 SIGNED_ZERO_GRADIENT = "signed_zero_gradient"
@@ -163,14 +169,15 @@ def inputs(shape, kernel, stride, padding, layout, dtype_name, kind, seed):
     return x.astype(dtype), g.astype(dtype)
 
 
-def first_use_cases(kernel, stride, padding) -> list[tuple[int, ...]]:
-    """Two small NCDHW shapes for one window: odd channels with a cell after the last window; rows of whole
+def first_use_cases(kernel, stride, padding, *, half_vectors: bool = False) -> list[tuple[int, ...]]:
+    """Small NCDHW shapes for one window: odd channels with a cell after the last window; rows of whole
     128-bit vectors of a 16-bit type (16 channels, W = 32: the vectorised GPU paths and their device-only
-    branches, as DEVICE_BRANCH_CASES)."""
+    branches, as DEVICE_BRANCH_CASES); with `half_vectors` (NDHWC 16-bit overlapping windows) 12 channels
+    too, which the GPU runs 4 a unit (64-bit accesses)."""
     spatial = [max(k - 2 * p, 2 * s + k - 2 * p + 1) for k, s, p in zip(kernel, stride, padding)]
     wide = list(spatial)
     wide[-1] = max(spatial[-1], 32)
-    return [(2, 3, *spatial), (1, 16, *wide)]
+    return [(2, 3, *spatial), (1, 16, *wide)] + ([(1, 12, *wide)] if half_vectors else [])
 
 
 # --- the rules -----------------------------------------------------------------
@@ -304,7 +311,8 @@ def run(functions: dict, pool, dtype: str, *, eager: bool = False, departures=()
     attrs = pool.attributes()
     overlap = any(s < k for k, s in zip(pool.kernel_size, pool.stride))
     count = 0
-    for shape in shapes or first_use_cases(pool.kernel_size, pool.stride, pool.padding):
+    half_vectors = layout == "NDHWC" and dtype in ("bf16", "f16") and overlap
+    for shape in shapes or first_use_cases(pool.kernel_size, pool.stride, pool.padding, half_vectors=half_vectors):
         x_shape = shape if layout == "NCDHW" else (shape[0], *shape[2:], shape[1])
         ours, theirs = program(functions, attrs, x_shape, eager), reference_program(attrs, x_shape)
         for seed, kind in enumerate(kinds):

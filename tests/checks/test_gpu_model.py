@@ -106,8 +106,17 @@ def test_the_plan_s_vector_width_decides_between_fixed_and_generic():
     assert gpu_model.vector_widths(gpu_model.Role("fused", 0), pool3) == [1]
     three = rows["NDHWC bf16 (64, 16, 112, 112, 3) k1x2x2 s1x2x2"]
     assert gpu_model.vector_width(gpu_model.Role("window", 1), three) == gpu_model.SCALAR_WIDTH
-    k3s2 = rows["NCDHW f32 (64, 64, 16, 64, 64) k3 s2"]  # Wo = 31: no vector of windows fits a row
-    assert gpu_model.vector_widths(gpu_model.Role("window", 1), k3s2) == []
+    # Wo = 31: ragged rows (the k3 s2 class), two vectors of columns (4 windows) a unit, the last one partial
+    k3s2 = rows["NCDHW f32 (64, 64, 16, 64, 64) k3 s2"]
+    assert gpu_model.ragged_rows(k3s2) and gpu_model.vector_widths(gpu_model.Role("window", 1), k3s2) == [4]
+    assert gpu_model.vector_width(gpu_model.Role("gather"), k3s2) == 4
+    odd = gpu_model.Row(**{**k3s2.__dict__, "shape": (64, 64, 16, 64, 62)})  # rows of 248 bytes: Generic
+    assert gpu_model.vector_widths(gpu_model.Role("window", 1), odd) == []
+    c12 = rows["NDHWC bf16 (64, 16, 64, 64, 12) k3 s2 p1"]  # 16-bit channels, 4 but not 8 a vector: half vectors
+    assert gpu_model.vector_widths(gpu_model.Role("window", 1), c12) == [4]
+    assert gpu_model.vector_width(gpu_model.Role("gather"), c12) == 4
+    c6 = gpu_model.Row(**{**c12.__dict__, "shape": (64, 16, 64, 64, 6)})
+    assert gpu_model.vector_widths(gpu_model.Role("window", 1), c6) == []
     row = gpu_model.Row(**{**pool3.__dict__, "shape": (64, 256, 8, 32, 32)})
     assert gpu_model.vector_width(gpu_model.Role("window", 1), row) == 4
     assert gpu_model.vector_width(gpu_model.Role("gather"), row) == 4

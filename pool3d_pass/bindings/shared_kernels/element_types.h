@@ -22,6 +22,9 @@ namespace pool3d {
 // The element types of every call's floating-point operands.
 enum class ElementType { kF32, kBF16, kF16 };
 
+// Bytes an element of type t takes.
+POOL3D_HD constexpr int ElementBytes(ElementType t) { return t == ElementType::kF32 ? 4 : 2; }
+
 POOL3D_HD inline uint32_t FloatBits(float f) {
 #ifdef __CUDA_ARCH__
   return __float_as_uint(f);

@@ -194,11 +194,14 @@ def _build_report(tmp_path) -> str:
 
 # Per specialised class, layout and element type: non-overlapping classes WindowKernel (mode 0), GatherKernel
 # and FusedKernel (2 modes) at their vector width and at one lane (V = 1); overlapping classes WindowKernel
-# (modes 0, 2, 3) and GatherKernel, NCDHW's window kernels at two widths (one and two vectors a row). The
-# generic kernels (window 2 modes, gather, fused 2 modes) per type and offset width.
-SPECIALISED = {"non-overlapping": 2, "overlapping": 3}
-KERNELS_PER_ARCH = (SPECIALISED["non-overlapping"] * 2 * 4 * 2 + SPECIALISED["overlapping"] * (4 * 2 + 3)) * 3 \
-    + 3 * 2 * 5
+# (modes 0, 2, 3) and GatherKernel, NCDHW's window kernels at two widths (one and two vectors a row), those with
+# ragged NCDHW rows (k3 s2, k2 s1 without padding) at two vectors only; every overlapping class's four NDHWC
+# kernels at half a vector too for the two 16-bit types (launch_plan.h's HalfVectors). The generic kernels
+# (window 3 modes, gather, fused 2 modes) per type and offset width.
+SPECIALISED = {"non-overlapping": 2, "overlapping": 3, "ragged": 2}
+KERNELS_PER_ARCH = (SPECIALISED["non-overlapping"] * 2 * 4 * 2 + SPECIALISED["overlapping"] * (4 * 2 + 3)
+                    + SPECIALISED["ragged"] * (4 * 2)) * 3 + 3 * 2 * 6 \
+    + (SPECIALISED["overlapping"] + SPECIALISED["ragged"]) * 4 * 2
 
 
 @pytest.mark.skipif(NVCC is None, reason="no nvcc ($NVCC, PATH, $CUDA_HOME/bin, nvidia-cuda-nvcc wheels): ptxas report not checked")

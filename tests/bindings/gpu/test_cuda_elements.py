@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ctypes
 import fcntl
+import functools
 import hashlib
 import os
 import shutil
@@ -40,6 +41,7 @@ SOURCE = Path(__file__).resolve().parent / "host" / "cuda_elements_host.cc"
 DTYPES = {"f32": (0, np.float32), "bf16": (1, ml_dtypes.bfloat16), "f16": (2, np.float16)}
 FORWARD, FORWARD_OUTPUT, FROM_INDICES, BACKWARD, FROM_INPUT = range(5)
 GENERIC = 0  # launch_plan.h's WindowClass::kGeneric
+GENERIC_LANES = 4  # generic_units.h's kGenericLanes: channels a Generic unit (one with int64 offsets)
 STEP = 12  # int64s per step in pool3d_plan's output
 
 # (input shape in NCDHW order: B, C, D, H, W), kernel, stride, padding, specialised class
@@ -51,13 +53,18 @@ CASES = {
     "k3s2p1": ((2, 3, 9, 8, 16), (3, 3, 3), (2, 2, 2), (1, 1, 1), 3),
     "k3s1p1": ((1, 2, 6, 7, 16), (3, 3, 3), (1, 1, 1), (1, 1, 1), 4),
     "k133s2p1": ((2, 3, 1, 9, 16), (1, 3, 3), (1, 2, 2), (0, 1, 1), 5),
+    # ragged rows: 7 and 15 windows a row of 16 columns, the last unit of a row partial
+    "k3s2": ((2, 3, 7, 9, 16), (3, 3, 3), (2, 2, 2), (0, 0, 0), 6),
+    "k2s1": ((1, 2, 5, 6, 16), (2, 2, 2), (1, 1, 1), (0, 0, 0), 7),
     "generic_k2s2_pad": ((2, 3, 7, 6, 5), (2, 2, 2), (2, 2, 2), (1, 0, 1), 0),
     "generic_k3s2p1_odd": ((1, 4, 9, 8, 7), (3, 3, 3), (2, 2, 2), (1, 1, 1), 0),
     "generic_mixed": ((1, 3, 7, 5, 6), (1, 2, 3), (1, 2, 2), (0, 1, 1), 0),
     "generic_strides": ((1, 2, 5, 9, 4), (2, 3, 2), (3, 1, 2), (1, 2, 0), 0),
+    # three blocks of Generic lanes, the last holding 3 channels (its other lane stores nothing)
+    "generic_lanes": ((1, 11, 6, 5, 7), (3, 2, 2), (2, 1, 2), (0, 1, 0), 0),
 }
 # Channels-last versions of the specialised cases need C a multiple of 8 (bf16) and 4 (f32).
-CHANNELS_LAST = {"k2s2": 8, "k122": 16, "k3s2p1": 8, "k3s1p1": 8, "k133s2p1": 8}
+CHANNELS_LAST = {"k2s2": 8, "k122": 16, "k3s2p1": 8, "k3s1p1": 8, "k133s2p1": 8, "k3s2": 8, "k2s1": 8}
 # Shapes where no 128-bit vector fits, or one vector a row but not two: the one-lane units of the
 # non-overlapping classes (rows of 14 and 10 elements, 2 and 3 channels) and the window kernels' one-vector
 # units (W = 24: bf16; W = 12: f32).
@@ -66,6 +73,9 @@ WIDTH_CASES = {
     "k122_one_lane": ((2, 3, 3, 6, 10), (1, 2, 2), (1, 2, 2), (0, 0, 0), 2),
     "k3s2p1_w24": ((1, 2, 5, 6, 24), (3, 3, 3), (2, 2, 2), (1, 1, 1), 3),
     "k3s2p1_w12": ((1, 2, 5, 6, 12), (3, 3, 3), (2, 2, 2), (1, 1, 1), 3),
+    # NDHWC 16-bit channels a multiple of 4, not 8: half-vector units of overlapping windows (NCDHW: Generic)
+    "k3s2p1_c12": ((1, 12, 5, 6, 7), (3, 3, 3), (2, 2, 2), (1, 1, 1), 3),
+    "k3s1p1_c4": ((1, 4, 4, 5, 6), (3, 3, 3), (1, 1, 1), (1, 1, 1), 4),
 }
 
 
@@ -251,8 +261,8 @@ def test_every_call_equals_the_cpu_kernels(host_elements, case, dtype, layouts, 
 @pytest.mark.parametrize("layouts", [("NCDHW", "NCDHW"), ("NDHWC", "NDHWC")], ids=["ncdhw", "ndhwc"])
 @pytest.mark.parametrize("case", list(WIDTH_CASES))
 def test_narrower_units_equal_the_cpu_kernels(host_elements, case, layouts, dtype):
-    """One-lane units of non-overlapping windows, one-vector units of overlapping ones (the plan checked:
-    test_the_plan_takes_the_narrower_units)."""
+    """One-lane units of non-overlapping windows, one-vector units of overlapping ones, half-vector NDHWC units
+    (the plan checked: test_the_plan_takes_the_narrower_units)."""
     check_call_set(host_elements, case, dtype, layouts, "specials")
 
 
@@ -271,9 +281,14 @@ def test_the_plan_takes_the_narrower_units(host_elements):
     assert step("k3s2p1_w24", FORWARD, "f32")["V"] == 4 and step("k3s2p1_w24", FORWARD, "bf16")["V"] == 4
     assert step("k3s2p1_w12", FORWARD, "f32")["V"] == 2
     assert step("k3s2p1_w12", FORWARD, "bf16")["cls"] == GENERIC  # rows of 24 bytes
+    # NDHWC overlapping windows, 16-bit channels a multiple of 4 but not 8: 4 channels a unit (64-bit accesses)
+    for case, call in (("k3s2p1_c12", FORWARD), ("k3s2p1_c12", FROM_INPUT), ("k3s1p1_c4", FROM_INPUT)):
+        for dtype in ("bf16", "f16"):
+            steps, _ = plan(host_elements, call, *WIDTH_CASES[case][:4], in_cl=True, dtype=dtype)
+            assert all((st["cls"], st["V"], st["layout"]) == (WIDTH_CASES[case][4], 4, 1) for st in steps), case
     # misaligned operands: the Generic kernels, whatever the class (host builds count the faults they avoid)
     got = step("k2s2_one_lane", FROM_INPUT, "f32", aligned=False)
-    assert (got["cls"], got["V"]) == (GENERIC, 1)
+    assert (got["cls"], got["V"]) == (GENERIC, GENERIC_LANES)
 
 
 @pytest.mark.parametrize("kind", ["specials", "zeros"])
@@ -308,7 +323,7 @@ def test_the_plan_picks_the_specialised_kernels(host_elements):
         steps, scratch = plan(host_elements, FROM_INPUT, shape, k, s, p, dtype="bf16")
         overlapping = any(ss < kk for kk, ss in zip(k, s))
         if cls == GENERIC:
-            assert all(st["cls"] == GENERIC and st["V"] == 1 for st in steps), name
+            assert all(st["cls"] == GENERIC and st["V"] == GENERIC_LANES for st in steps), name
         elif overlapping:
             assert [st["kernel"] for st in steps] == [5, 2] and scratch > 0, name  # window (indices only), gather
             assert all(st["cls"] == cls and st["V"] > 1 for st in steps), name
@@ -323,8 +338,9 @@ def test_the_plan_picks_the_specialised_kernels(host_elements):
     # Not a multiple of the vector: non-overlapping classes take their one-lane units, the rest the generic path.
     steps, _ = plan(host_elements, FORWARD, (2, 12, 8, 8, 8), (2, 2, 2), (2, 2, 2), (0, 0, 0), in_cl=True, dtype="bf16")
     assert steps[0]["cls"] == CASES["k2s2"][4] and steps[0]["V"] == 1
-    steps, _ = plan(host_elements, FORWARD, (2, 12, 8, 8, 8), (3, 3, 3), (2, 2, 2), (1, 1, 1), in_cl=True, dtype="bf16")
-    assert steps[0]["cls"] == GENERIC and steps[0]["V"] == 1
+    steps, _ = plan(host_elements, FORWARD, (2, 6, 8, 8, 8), (3, 3, 3), (2, 2, 2), (1, 1, 1), in_cl=True, dtype="bf16")
+    assert steps[0]["cls"] == GENERIC and steps[0]["V"] == GENERIC_LANES
+    # (12 channels: half vectors, test_the_plan_takes_the_narrower_units)
 
 
 ELEMENTS_31 = 2**31
@@ -346,7 +362,7 @@ def test_offset_width_at_the_int32_boundary(host_elements, plane, wide):
     st = steps[0]
     assert bool(st["wide"]) == wide == (elems >= ELEMENTS_31)
     if wide:
-        assert st["chunks"] == 1 and st["cls"] == GENERIC
+        assert st["chunks"] == 1 and st["cls"] == GENERIC and st["V"] == 1  # one channel a unit
     else:
         assert st["per_chunk"] == min(planes, max(1, (ELEMENTS_31 - 1) // elems))
         assert st["chunks"] == -(-planes // st["per_chunk"])
@@ -434,7 +450,28 @@ def test_no_scratch_is_an_error_before_any_launch(host_elements):
 
 
 @pytest.mark.parametrize("dtype", ["f32", "bf16"])
-@pytest.mark.parametrize("case", ["k3s2p1", "k2s2"])
+def test_ragged_rows_store_only_their_windows(host_elements, dtype):
+    """k2 s1 and k3 s2 without padding (Fixed's kRaggedRows): NCDHW rows of 15 and 7 windows end in part of a
+    two-vector unit, whose other lanes store nothing: the poison after the last output stays, whatever order
+    the grid runs the rows in (one block of 64 threads: a row's unit may run before the one before it)."""
+    for name in ("k2s1", "k3s2"):
+        shape, k, s, p, _ = CASES[name]
+        out = (*shape[:2], *((n + 2 * pp - kk) // ss + 1 for n, kk, ss, pp in zip(shape[2:], k, s, p)))
+        count = int(np.prod(out))
+        x = inputs(np.random.default_rng(8), shape, dtype, "specials")
+        y_all, idx_all = poisoned((count + 16,), DTYPES[dtype][1]), np.full(count + 16, 0x5A5A, np.int16)
+        y, idx = y_all[:count].reshape(out), idx_all[:count].reshape(out)
+        run(host_elements, FORWARD, dtype, shape, k, s, p, False, False, options(dtype, max_blocks=1, threads=64),
+            x=x, y=y, idx=idx)
+        attrs = dict(kernel_size=k, stride=s, padding=p, data_format="NCDHW", output_format="NCDHW")
+        y_want, idx_want = jax.jit(functools.partial(cpu.max_pooling_3d_forward, **attrs))(x)
+        np.testing.assert_array_equal(idx, np.asarray(idx_want), err_msg=name)
+        assert_same(y, np.asarray(y_want), name)
+        assert (idx_all[count:] == 0x5A5A).all() and (bits(y_all[count:]) == bits(poisoned((16,), y.dtype))).all()
+
+
+@pytest.mark.parametrize("dtype", ["f32", "bf16"])
+@pytest.mark.parametrize("case", ["k3s2p1", "k2s2", "k2s1"])
 def test_a_given_output_that_is_not_the_maximum_selects_the_first_equal_tap(host_elements, case, dtype):
     """backward's selection where y is not its window's maximum (the NCDHW kernels find the maximum and check it
     against y; a y that is not the maximum takes the rare path): the first tap equal to y, else nothing."""

@@ -268,7 +268,7 @@ def test_the_row_class_specialised_kernel_is_chosen_else_the_generic_one(listed,
     names = [f"void pool3d::gpu::WindowKernel<pool3d::F32T, {fixed}, 1, 4, 0>(float const*, float*)",
              f"void pool3d::gpu::WindowKernel<pool3d::F32T, {fixed}, 1, 4, 3>(float const*, float*)",
              f"void pool3d::gpu::WindowKernel<pool3d::F32T, {fixed}, 0, 2, 0>(float const*, float*)",
-             "void pool3d::gpu::WindowKernel<pool3d::F32T, pool3d::gpu::Generic<int>, 2, 1, 0>(float const*)",
+             "void pool3d::gpu::WindowKernel<pool3d::F32T, pool3d::gpu::Generic<int>, 2, 4, 0>(float const*)",
              "void pool3d::gpu::WindowKernel<pool3d::F32T, pool3d::gpu::Generic<long>, 2, 1, 0>(float const*)",
              f"void pool3d::gpu::WindowKernel<pool3d::BF16T, {fixed}, 1, 8, 0>(float const*, float*)",
              f"void pool3d::gpu::FusedKernel<pool3d::F32T, {fixed}, 1, 4, 0>(float const*, float*)"]
@@ -279,20 +279,22 @@ def test_the_row_class_specialised_kernel_is_chosen_else_the_generic_one(listed,
     k3 = next(r for r in rows if r.job == "inference" and r.layout == "NDHWC" and r.dtype == "f32"
               and r.kernel == (3, 3, 3))
     fn, args = gpu_model.find_kernel(functions, gpu_model.Role("window", 2), k3)
-    assert fn.name == names[3] and args == {"V": 1, "specialised": False}
+    assert fn.name == names[3] and args == {"V": 4, "specialised": False}
     assert gpu_model.find_kernel(functions, gpu_model.Role("gather"), row) is None
-    # units: 4 outputs a specialised unit; one output a generic one; a generic gather's unit is an input element
+    # units: 4 outputs a specialised unit; 4 channels of an output a generic one, of an input position a generic
+    # gather's
     assert gpu_model.units(gpu_model.Role("window", 1), row, {"V": 4, "specialised": True}) == row.m / 4
-    assert gpu_model.units(gpu_model.Role("gather"), row, {"V": 1, "specialised": False}) == row.n
+    assert gpu_model.units(gpu_model.Role("gather"), row, {"V": 4, "specialised": False}) == row.n / 4
     # an overlapping specialised gather: blocks of 2 input positions along D, H, W (NDHWC) by 4 of 64 channels
     assert gpu_model.units(gpu_model.Role("gather"), k3, {"V": 4, "specialised": True}) == 64 * 8 * 32 * 32 * 16
     ncdhw = next(r for r in rows if r.layout == "NCDHW" and r.dtype == "f32" and r.kernel == (3, 3, 3)
                  and r.size_class == "large")
     assert gpu_model.units(gpu_model.Role("gather"), ncdhw, {"V": 4, "specialised": True}) == 64 * 64 * 8 * 32 * 16
-    # a generic kernel walks a window's 27 taps (an element's 3.375 covering windows on average) 8 a trip
-    assert gpu_model.generic_batch() == 8
-    assert gpu_model.trips(gpu_model.Role("window", 1), k3, {"V": 1, "specialised": False}) == {1: 4}
-    assert gpu_model.trips(gpu_model.Role("gather"), k3, {"V": 1, "specialised": False}) == {1: 1}
+    # a generic kernel walks a window's real taps (27 inside, 18 or 12 at the border) or an input position's
+    # covering windows (1 to 8) 4 a trip, a warp (8 positions of 16 channel blocks) as many as its busiest unit
+    assert gpu_model.generic_batch() == 4
+    assert gpu_model.trips(gpu_model.Role("window", 1), k3, {"V": 4, "specialised": False}) == {1: 6.6875}
+    assert gpu_model.trips(gpu_model.Role("gather"), k3, {"V": 4, "specialised": False}) == {1: pytest.approx(1.205, abs=1e-3)}
     assert gpu_model.trips(gpu_model.Role("window", 1), k3, {"V": 4, "specialised": True}) == {1: 3, 2: 3, 3: 3}
 
 
@@ -415,18 +417,31 @@ def dividing(functions) -> dict[str, list[str]]:
 
 
 def vector_width(fn) -> int:
-    """The template argument V of a specialised kernel template (1 for any other function)."""
+    """The template argument V of a specialised (Fixed) kernel template (1 for any other function: a Generic
+    kernel's V is its channels, not a vector)."""
     for template in gpu_model._TEMPLATES.values():
         args = gpu_model.template_args(fn.name, template)
-        if args and len(args) >= 4:
+        if args and len(args) >= 4 and gpu_model.template_args(args[1], "Fixed") is not None:
             return gpu_model._int(args[3]) or 1
     return 1
 
 
+def vector_bits(fn) -> int:
+    """The widest global access a specialised vector path must make: 128 bits, but 64 for the half-vector NDHWC
+    units of 16-bit elements (launch_plan.h's HalfVectors: 4 channels a unit)."""
+    for template in gpu_model._TEMPLATES.values():
+        args = gpu_model.template_args(fn.name, template)
+        sixteen = args and len(args) >= 4 and args[0].split("::")[-1] in ("BF16T", "F16T")
+        if sixteen and gpu_model._int(args[2]) == 1:  # NDHWC
+            return min(16 * vector_width(fn), 128)
+    return 128
+
+
 def scalar_vector_paths(functions) -> list[str]:
-    """Vector paths (V > 1) with no 128-bit global load or store in their main loop."""
+    """Vector paths (V > 1) with no global load or store of their vector's width (vector_bits) in their main
+    loop."""
     return [f.name for f in functions if vector_width(f) > 1
-            and not any(bits == 128 for _, bits in f.global_widths(*f.main_range()))]
+            and not any(bits == vector_bits(f) for _, bits in f.global_widths(*f.main_range()))]
 
 
 def test_the_checks_flag_a_dividing_specialised_kernel_and_a_scalar_vector_path(probe):

@@ -22,11 +22,9 @@ void Dispatch(const Geom& g, const void* go, const void* x, const void* y,
 
 }  // namespace
 
-void MaxPool3dBackward(const Geom& g, ElementType t, const void* grad_output,
-                       const void* input, const void* output,
-                       void* grad_input) {
+void MaxPool3dBackward(const Geom& g, ElementType t, const CallOperands& ops) {
   ForElementType(t, [&](auto tag) {
-    Dispatch<decltype(tag)>(g, grad_output, input, output, grad_input);
+    Dispatch<decltype(tag)>(g, ops.go, ops.x, ops.y_in, ops.dx);
   });
 }
 

@@ -360,11 +360,9 @@ void Dispatch(const Geom& g, const void* go, const int16_t* idx, void* dx) {
 
 }  // namespace
 
-void MaxPool3dBackwardFromIndices(const Geom& g, ElementType t,
-                                  const void* grad_output,
-                                  const int16_t* indices, void* grad_input) {
+void MaxPool3dBackwardFromIndices(const Geom& g, ElementType t, const CallOperands& ops) {
   ForElementType(t, [&](auto tag) {
-    Dispatch<decltype(tag)>(g, grad_output, indices, grad_input);
+    Dispatch<decltype(tag)>(g, ops.go, ops.idx_in, ops.dx);
   });
 }
 

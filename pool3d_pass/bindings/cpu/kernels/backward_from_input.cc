@@ -185,7 +185,11 @@ void FromInputNdhwcViaIndices(const Geom& g, ElementType t,
   } else {
     ForwardNdhwcLanes<T>(g, x, nullptr, idx.get());
   }
-  MaxPool3dBackwardFromIndices(g, t, go, idx.get(), dx);
+  CallOperands gather;
+  gather.go = go;
+  gather.idx_in = idx.get();
+  gather.dx = dx;
+  MaxPool3dBackwardFromIndices(g, t, gather);
 }
 
 template <class T>
@@ -212,11 +216,9 @@ void Dispatch(const Geom& g, ElementType t, const void* go, const void* x,
 
 }  // namespace
 
-void MaxPool3dBackwardFromInput(const Geom& g, ElementType t,
-                                const void* grad_output, const void* input,
-                                void* grad_input) {
+void MaxPool3dBackwardFromInput(const Geom& g, ElementType t, const CallOperands& ops) {
   ForElementType(t, [&](auto tag) {
-    Dispatch<decltype(tag)>(g, t, grad_output, input, grad_input);
+    Dispatch<decltype(tag)>(g, t, ops.go, ops.x, ops.dx);
   });
 }
 

@@ -20,6 +20,7 @@
 #include "common/first_max.h"
 #include "common/separable_ncdhw.h"
 #include "common/threading.h"
+#include "common/window_rows.h"
 #include "layouts.h"
 #include "shared_kernels/element_types.h"
 #include "shared_kernels/geometry.h"
@@ -117,19 +118,13 @@ void NcdhwNoOverlap(const Geom& g, const typename T::M* x,
     }
     s.found.resize(g.Wo);
     M* found = s.found.data();
-    const int64_t d0 = od * g.sD - g.pD;
-    int64_t td_lo, td_hi;
-    TapRange(d0, g.kD, g.D, &td_lo, &td_hi);
-    for (int64_t oh = 0; oh < g.Ho; ++oh) {
-      const int64_t h0 = oh * g.sH - g.pH;
-      int64_t th_lo, th_hi;
-      TapRange(h0, g.kH, g.H, &th_lo, &th_hi);
-      const M* yr = yp + oh * g.Wo;
-      const M* gr = gp + oh * g.Wo;
+    ForWindowRows(g, od, [&](WindowRow r) {
+      const M* yr = yp + r.oh * g.Wo;
+      const M* gr = gp + r.oh * g.Wo;
       std::fill(found, found + g.Wo, M(0));
-      for (int64_t td = td_lo; td < td_hi; ++td) {
-        for (int64_t th = th_lo; th < th_hi; ++th) {
-          const int64_t row = (d0 + td) * HW + (h0 + th) * g.W;
+      for (int64_t td = r.td_lo; td < r.td_hi; ++td) {
+        for (int64_t th = r.th_lo; th < r.th_hi; ++th) {
+          const int64_t row = (r.d0 + td) * HW + (r.h0 + th) * g.W;
           const M* xr = xp + row;
           M* dr = dp + row;
           for (int64_t ow = 0; ow < ilo; ++ow)
@@ -140,7 +135,7 @@ void NcdhwNoOverlap(const Geom& g, const typename T::M* x,
             RowNoOverlapEdge<T>(xr, dr, yr, gr, found, ow, g);
         }
       }
-    }
+    });
   });
 }
 

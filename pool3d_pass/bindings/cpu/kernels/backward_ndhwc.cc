@@ -20,6 +20,7 @@
 #include "common/first_max.h"
 #include "common/separable_ndhwc_d_first.h"
 #include "common/threading.h"
+#include "common/window_rows.h"
 #include "layouts.h"
 #include "ndhwc_accumulator.h"
 #include "shared_kernels/element_types.h"
@@ -68,29 +69,23 @@ void NdhwcNoOverlap(const Geom& g, const typename T::M* x,
     s.gnorm.resize(nc);
     M* __restrict found = s.found.data();
     M* __restrict gn = s.gnorm.data();
-    const int64_t d0 = od * g.sD - g.pD;
-    int64_t td_lo, td_hi;
-    TapRange(d0, g.kD, g.D, &td_lo, &td_hi);
-    for (int64_t oh = 0; oh < g.Ho; ++oh) {
-      const int64_t h0 = oh * g.sH - g.pH;
-      int64_t th_lo, th_hi;
-      TapRange(h0, g.kH, g.H, &th_lo, &th_hi);
+    ForWindowRows(g, od, [&](WindowRow r) {
       for (int64_t ow = 0; ow < g.Wo; ++ow) {
         const int64_t w0 = ow * g.sW - g.pW;
         int64_t tw_lo, tw_hi;
         TapRange(w0, g.kW, g.W, &tw_lo, &tw_hi);
-        const int64_t opos = ((b * g.Do + od) * g.Ho + oh) * g.Wo + ow;
+        const int64_t opos = ((b * g.Do + od) * g.Ho + r.oh) * g.Wo + ow;
         const M* __restrict yv = y + opos * C + c0;
         const M* __restrict gv = go + opos * C + c0;
         for (int64_t c = 0; c < nc; ++c) {
           gn[c] = Normalise<T>(gv[c]);
           found[c] = 0;
         }
-        for (int64_t td = td_lo; td < td_hi; ++td) {
-          for (int64_t th = th_lo; th < th_hi; ++th) {
+        for (int64_t td = r.td_lo; td < r.td_hi; ++td) {
+          for (int64_t th = r.th_lo; th < r.th_hi; ++th) {
             for (int64_t tw = tw_lo; tw < tw_hi; ++tw) {
               const int64_t ipos =
-                  ((d0 + td) * g.H + (h0 + th)) * g.W + (w0 + tw);
+                  ((r.d0 + td) * g.H + (r.h0 + th)) * g.W + (w0 + tw);
               const M* __restrict xv = xb + ipos * C;
               M* __restrict dv = db + ipos * C;
               for (int64_t c = 0; c < nc; ++c) {
@@ -102,7 +97,7 @@ void NdhwcNoOverlap(const Geom& g, const typename T::M* x,
           }
         }
       }
-    }
+    });
   });
 }
 

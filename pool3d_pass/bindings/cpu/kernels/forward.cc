@@ -213,10 +213,9 @@ void Dispatch(const Geom& g, const void* x, void* y, int16_t* idx) {
 
 }  // namespace
 
-void MaxPool3dForward(const Geom& g, ElementType t, const void* input,
-                      void* output, int16_t* indices) {
+void MaxPool3dForward(const Geom& g, ElementType t, const CallOperands& ops) {
   ForElementType(t, [&](auto tag) {
-    Dispatch<decltype(tag)>(g, input, output, indices);
+    Dispatch<decltype(tag)>(g, ops.x, ops.y, ops.idx);
   });
 }
 

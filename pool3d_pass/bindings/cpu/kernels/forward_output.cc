@@ -21,6 +21,7 @@
 #include "common/first_max.h"
 #include "common/lane_search.h"  // TotalKey
 #include "common/threading.h"
+#include "common/window_rows.h"
 #include "kernels.h"
 #include "layouts.h"
 #include "shared_kernels/dispatch.h"
@@ -114,37 +115,31 @@ void ForwardOutputRows(const Geom& g, const typename T::M* x, typename T::M* y,
         s.acc.assign(Wp, std::numeric_limits<K>::min());
         s.best.resize(std::max(g.Wo, e));
         K* acc = s.acc.data() + g.pW * e;
-        const int64_t d0 = od * g.sD - g.pD;
-        int64_t td_lo, td_hi;
-        TapRange(d0, g.kD, g.D, &td_lo, &td_hi);
-        for (int64_t oh = 0; oh < g.Ho; ++oh) {
-          const int64_t h0 = oh * g.sH - g.pH;
-          int64_t th_lo, th_hi;
-          TapRange(h0, g.kH, g.H, &th_lo, &th_hi);
+        ForWindowRows(g, od, [&](WindowRow r) {
           bool nan = false, first = true;
-          for (int64_t td = td_lo; td < td_hi; ++td)
-            for (int64_t th = th_lo; th < th_hi; ++th) {
-              nan |= MaxRowInto<T>(xp + (d0 + td) * HW + (h0 + th) * W,
+          for (int64_t td = r.td_lo; td < r.td_hi; ++td)
+            for (int64_t th = r.th_lo; th < r.th_hi; ++th) {
+              nan |= MaxRowInto<T>(xp + (r.d0 + td) * HW + (r.h0 + th) * W,
                                    first, acc, W);
               first = false;
             }
-          M* yr = y + p * ODHW + od * HoWo + oh * g.Wo * e;
+          M* yr = y + p * ODHW + od * HoWo + r.oh * g.Wo * e;
           ReduceW<T>(s.acc.data(), g.kW, g.sW, g.Wo, e, s.best.data(), yr);
-          if (!nan) continue;
+          if (!nan) return;
           for (int64_t i = 0; i < g.Wo * e; ++i) {  // patch the NaN windows
             const int64_t ow = i / e, c = i % e, w0 = ow * g.sW - g.pW;
             int64_t tw_lo, tw_hi;
             TapRange(w0, g.kW, g.W, &tw_lo, &tw_hi);
             bool found = false;
-            for (int64_t td = td_lo; td < td_hi && !found; ++td)
-              for (int64_t th = th_lo; th < th_hi && !found; ++th)
+            for (int64_t td = r.td_lo; td < r.td_hi && !found; ++td)
+              for (int64_t th = r.th_lo; th < r.th_hi && !found; ++th)
                 for (int64_t tw = tw_lo; tw < tw_hi && !found; ++tw) {
                   const M v =
-                      xp[(d0 + td) * HW + (h0 + th) * W + (w0 + tw) * e + c];
+                      xp[(r.d0 + td) * HW + (r.h0 + th) * W + (w0 + tw) * e + c];
                   if (IsNan<T>(v)) yr[i] = v, found = true;
                 }
           }
-        }
+        });
       });
 }
 
@@ -163,10 +158,9 @@ void Dispatch(const Geom& g, const void* x, void* y) {
 
 }  // namespace
 
-void MaxPool3dForwardOutput(const Geom& g, ElementType t, const void* input,
-                            void* output) {
+void MaxPool3dForwardOutput(const Geom& g, ElementType t, const CallOperands& ops) {
   ForElementType(t, [&](auto tag) {
-    Dispatch<decltype(tag)>(g, input, output);
+    Dispatch<decltype(tag)>(g, ops.x, ops.y);
   });
 }
 

@@ -9,35 +9,30 @@
 
 #include <cstdint>
 
+#include "shared_kernels/calls.h"
 #include "shared_kernels/element_types.h"
 #include "shared_kernels/geometry.h"
 
 namespace pool3d {
 
-// pool3d.max_pooling_3d_backward: grad_input from (grad_output, input, output).
-void MaxPool3dBackward(const Geom& g, ElementType t, const void* grad_output,
-                       const void* input, const void* output,
-                       void* grad_input);
+// Each reads and writes the call's buffers of `ops` (shared_kernels/calls.h),
+// typed by t; a buffer the call does not name is null.
 
-// pool3d.max_pooling_3d_forward: (output, indices) from input.
-void MaxPool3dForward(const Geom& g, ElementType t, const void* input,
-                      void* output, int16_t* indices);
+// pool3d.max_pooling_3d_backward: dx from (go, x, y_in).
+void MaxPool3dBackward(const Geom& g, ElementType t, const CallOperands& ops);
 
-// pool3d.max_pooling_3d_forward_output: output (y) only, from input.
-void MaxPool3dForwardOutput(const Geom& g, ElementType t, const void* input,
-                            void* output);
+// pool3d.max_pooling_3d_forward: (y, idx) from x.
+void MaxPool3dForward(const Geom& g, ElementType t, const CallOperands& ops);
 
-// pool3d.max_pooling_3d_backward_from_indices: grad_input from
-// (grad_output, indices).
-void MaxPool3dBackwardFromIndices(const Geom& g, ElementType t,
-                                  const void* grad_output,
-                                  const int16_t* indices, void* grad_input);
+// pool3d.max_pooling_3d_forward_output: y only, from x.
+void MaxPool3dForwardOutput(const Geom& g, ElementType t, const CallOperands& ops);
 
-// pool3d.max_pooling_3d_backward_from_input: grad_input from
-// (grad_output, input), without indices in memory.
-void MaxPool3dBackwardFromInput(const Geom& g, ElementType t,
-                                const void* grad_output, const void* input,
-                                void* grad_input);
+// pool3d.max_pooling_3d_backward_from_indices: dx from (go, idx_in).
+void MaxPool3dBackwardFromIndices(const Geom& g, ElementType t, const CallOperands& ops);
+
+// pool3d.max_pooling_3d_backward_from_input: dx from (go, x), without indices
+// in memory.
+void MaxPool3dBackwardFromInput(const Geom& g, ElementType t, const CallOperands& ops);
 
 }  // namespace pool3d
 

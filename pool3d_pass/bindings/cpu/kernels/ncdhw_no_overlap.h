@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "common/first_max.h"
+#include "common/window_rows.h"
 #include "shared_kernels/element_types.h"
 #include "shared_kernels/geometry.h"
 
@@ -224,20 +225,14 @@ void WriteDepthNoOverlap(const Geom& g, int64_t od, const Sel* sel,
   }
   int64_t ilo, ihi;
   InteriorW(g, &ilo, &ihi);
-  const int64_t d0 = od * g.sD - g.pD;
-  int64_t td_lo, td_hi;
-  TapRange(d0, g.kD, g.D, &td_lo, &td_hi);
-  for (int64_t oh = 0; oh < g.Ho; ++oh) {
-    const int64_t h0 = oh * g.sH - g.pH;
-    int64_t th_lo, th_hi;
-    TapRange(h0, g.kH, g.H, &th_lo, &th_hi);
-    for (int64_t td = td_lo; td < td_hi; ++td)
-      for (int64_t th = th_lo; th < th_hi; ++th)
+  ForWindowRows(g, od, [&](WindowRow r) {
+    for (int64_t td = r.td_lo; td < r.td_hi; ++td)
+      for (int64_t th = r.th_lo; th < r.th_hi; ++th)
         WriteRowNoOverlap<T, KW>(
-            g, sel + oh * g.Wo, gr + oh * g.Wo,
+            g, sel + r.oh * g.Wo, gr + r.oh * g.Wo,
             int32_t((td * g.kH + th) * g.kW), ilo, ihi,
-            dp + (d0 + td) * HW + (h0 + th) * g.W);
-  }
+            dp + (r.d0 + td) * HW + (r.h0 + th) * g.W);
+  });
 }
 
 // WriteDepthNoOverlap with kW == sW in 1..4 fixed at compile time.

@@ -149,44 +149,62 @@ struct FusedUnit {
     }
   }
 
-  // Generic windows (k = s, no padding: launch_plan.h's Fusible): one window a unit, in output layout
-  // order; its taps read kGenericBatch at a time, then its block (and the rows no window covers, where it
-  // is the last window of an axis) written.
+  // Generic windows (k = s, no padding: launch_plan.h's Fusible): V channels of one window a unit, in
+  // output layout order; the lanes' taps searched together (generic_units.h), then their blocks written
+  // (and the rows no window covers, where it is the last window of an axis), kGenericBatch elements a step.
   POOL3D_HD static void RunGeneric(const Launch<I>& g, const Operands<M>& p, U u) {
     U c[5];
     Decode<U, 4>(g.div, u, c);
-    I n, ch, od, oh, ow;
-    if (g.out_cl) {  // channels-last output: (c, w, h, d, n)
-      ch = I(c[0]); ow = I(c[1]); oh = I(c[2]); od = I(c[3]); n = I(c[4]);
-    } else {  // (w, h, d, c, n)
-      ow = I(c[0]); oh = I(c[1]); od = I(c[2]); ch = I(c[3]); n = I(c[4]);
+    I n, cb, od, oh, ow;
+    if (g.out_cl) {  // channels-last output: (channel block, w, h, d, n)
+      cb = I(c[0]); ow = I(c[1]); oh = I(c[2]); od = I(c[3]); n = I(c[4]);
+    } else {  // (w, h, d, channel block, n)
+      ow = I(c[0]); oh = I(c[1]); od = I(c[2]); cb = I(c[3]); n = I(c[4]);
     }
-    const I in0 = n * g.xs[0] + ch * g.xs[1];
-    const M* xp = p.x + in0;
+    const I c0 = cb * I(V);
+    I xo[V], yo[V];
+    LaneOffsets<I, V>(n * g.xs[0], c0, g.C, g.xs[1], xo);
+    LaneOffsets<I, V>(n * g.ys[0] + od * g.ys[2] + oh * g.ys[3] + ow * g.ys[4], c0, g.C, g.ys[1], yo);
+    const M* xl[V];
+#pragma unroll
+    for (int j = 0; j < V; ++j) xl[j] = p.x + xo[j];
     const I d0 = od * g.sD, h0 = oh * g.sH, w0 = ow * g.sW;
-    const I o = I(u);
-    int32_t tap;
+    int32_t tap[V];
+    M gv[V];
     if constexpr (Mode == kByOutput) {
-      tap = GenericFirstEqual<T>(g, xp, g.xs + 2, d0, h0, w0, p.y_in[o]);
+      LaneSearch<T, V, kSelect> s;
+#pragma unroll
+      for (int j = 0; j < V; ++j) s.want[j] = Wide<T>(p.y_in[yo[j]]);
+      SearchLanes<T, V>(g, xl, g.xs + 2, d0, h0, w0, s);
+#pragma unroll
+      for (int j = 0; j < V; ++j) tap[j] = s.tap[j];
     } else {
-      M m;
-      GenericFirstMax<T>(g, xp, g.xs + 2, d0, h0, w0, &m, &tap);
+      LaneSearch<T, V, kIndices> s;
+      SearchLanes<T, V>(g, xl, g.xs + 2, d0, h0, w0, s);
+#pragma unroll
+      for (int j = 0; j < V; ++j) tap[j] = s.m[j] != s.m[j] ? -1 : s.tap[j];
     }
-    const M gv = Normalise<T>(p.go[o]);
+#pragma unroll
+    for (int j = 0; j < V; ++j) gv[j] = Normalise<T>(p.go[yo[j]]);
     // the block this window owns: its taps, and to the end of an axis for the last window
     const I d1 = od == g.Do - 1 ? g.D : d0 + g.kD, h1 = oh == g.Ho - 1 ? g.H : h0 + g.kH,
             w1 = ow == g.Wo - 1 ? g.W : w0 + g.kW;
     const I nh = h1 - h0, nw = w1 - w0, count = (d1 - d0) * nh * nw;
     // the walk's tap: the element's place in the window (past kW or kH: no tap, rows no window covers)
-    Walk3<I> at{d0 * g.xs[2] + h0 * g.xs[3] + w0 * g.xs[4], I(0), I(0), nw, I(0), nh, g.xs[3], g.xs[4], g.kW,
-                I(1), g.xs[2], g.kH * g.kW};
-    M* dxp = p.dx + in0;
+    Walk3<I> at = Walk3Of<I>(d0 * g.xs[2] + h0 * g.xs[3] + w0 * g.xs[4], I(0), nh, nw, g.xs[2], g.xs[3], g.xs[4],
+                             g.kH * g.kW, g.kW, I(1));
+    M* dxl[V];
+#pragma unroll
+    for (int j = 0; j < V; ++j) dxl[j] = p.dx + xo[j];
+    const I lanes = g.C - c0;  // lanes holding a channel (more than V: all)
     for (I f = 0; f < count; f += kGenericBatch) {
 #pragma unroll
       for (int k = 0; k < kGenericBatch; ++k) {
         if (f + k < count) {
           const bool inside = at.c < g.kW && at.b < g.kH && at.tap < g.kD * g.kH * g.kW;
-          dxp[at.off] = inside && int32_t(at.tap) == tap ? gv : M(0);
+#pragma unroll
+          for (int j = 0; j < V; ++j)
+            if (j < lanes) dxl[j][at.off] = inside && int32_t(at.tap) == tap[j] ? gv[j] : M(0);
         }
         at.Next();
       }

@@ -130,8 +130,11 @@ struct GatherUnit {
     const M* gp = p.go + plane * (g.Do * g.Ho * g.Wo);
     // The block's windows along W: the kVecW from obw on are one aligned vector of indices and one of
     // gradients in each row of windows (inside the row: launch_plan.h's VectorWidth), the rest single
-    // elements at their clamped column.
+    // elements at their clamped column. Where rows of windows are ragged (Fixed's kRaggedRows: no row of
+    // windows starts aligned, and the row ends one window short of the last block's vector) the first
+    // kVecW - 1 of them are single elements at fixed offsets from one address, the rest clamped.
     constexpr int kVecW = V / W::sW;
+    constexpr int kInner = W::kRaggedRows ? kVecW - 1 : kVecW;  // windows read without clamping
     constexpr int kVec0 = -AW::kLo;  // the first vector window's place among the kN
     static_assert(AW::kLo <= 0 && kVec0 + kVecW <= AW::kN, "the block's windows hold the aligned vector");
     int32_t wcol[AW::kN];
@@ -150,17 +153,29 @@ struct GatherUnit {
       const int32_t od = obd + AD::kLo + r / AH::kN, oh = obh + AH::kLo + r % AH::kN;
       const bool real = od >= 0 && od < g.Do && oh >= 0 && oh < g.Ho;
       const int32_t row = (Clamp(od, g.Do) * g.Ho + Clamp(oh, g.Ho)) * g.Wo;
+      // (each row's own pointer: one instruction an address, where nvcc would add plane, row and column in
+      // 64 bits for every load)
+      const int16_t* irow = Opaque(ip + row);
+      const M* grow = Opaque(gp + row);
       int16_t iv[kVecW];
       M gv[kVecW];
-      LoadVec<int16_t, kVecW>(ip + row + obw, iv);
-      LoadVec<M, kVecW>(gp + row + obw, gv);
+      if constexpr (W::kRaggedRows) {
+#pragma unroll
+        for (int i = 0; i < kInner; ++i) {
+          iv[i] = LoadGlobal(irow + obw + i);
+          gv[i] = LoadGlobal(grow + obw + i);
+        }
+      } else {
+        LoadVec<int16_t, kVecW>(irow + obw, iv);
+        LoadVec<M, kVecW>(grow + obw, gv);
+      }
 #pragma unroll
       for (int e = 0; e < AW::kN; ++e) {
-        const bool vec = e >= kVec0 && e < kVec0 + kVecW;
-        const int32_t i = vec ? int32_t(iv[vec ? e - kVec0 : 0]) : int32_t(ip[row + wcol[e]]);
+        const bool inner = e >= kVec0 && e < kVec0 + kInner;
+        const int32_t i = inner ? int32_t(iv[inner ? e - kVec0 : 0]) : int32_t(LoadGlobal(irow + wcol[e]));
         // a window outside the tensor names no tap: one select here, none per position
-        wi[r][e] = real && (vec || wreal[e]) ? i : kNoTap;
-        wg[r][e] = Wide<T>(vec ? gv[vec ? e - kVec0 : 0] : gp[row + wcol[e]]);
+        wi[r][e] = real && (inner || wreal[e]) ? i : kNoTap;
+        wg[r][e] = Wide<T>(inner ? gv[inner ? e - kVec0 : 0] : LoadGlobal(grow + wcol[e]));
       }
     }
     float acc[kPD][kPH][kPW];
@@ -310,19 +325,30 @@ struct GatherUnit {
     }
   }
 
-  // Generic: input element u (input layout order): the windows covering it
-  // (division-free: the strides' FastDiv), in ascending order (generic_units.h).
-  POOL3D_HD static void RunGeneric(const Launch<I>& g, const Operands<M>& p,
-                                   U u) {
+  // Generic: V channels of one input position (units in input layout order, the channels' block
+  // innermost in NDHWC, W in NCDHW): the windows covering it (division-free: the strides' FastDiv), in
+  // ascending order, the loads of every lane batched (generic_units.h).
+  POOL3D_HD static void RunGeneric(const Launch<I>& g, const Operands<M>& p, U u) {
     U c[5];
     Decode<U, 4>(g.div, u, c);
-    I n, ch, d, h, w;
-    if (g.in_cl) {  // channels-last input: (c, w, h, d, n)
-      ch = I(c[0]); w = I(c[1]); h = I(c[2]); d = I(c[3]); n = I(c[4]);
+    I n, cb, d, h, w;
+    if (g.in_cl) {  // channels-last input: (channel block, w, h, d, n)
+      cb = I(c[0]); w = I(c[1]); h = I(c[2]); d = I(c[3]); n = I(c[4]);
     } else {
-      w = I(c[0]); h = I(c[1]); d = I(c[2]); ch = I(c[3]); n = I(c[4]);
+      w = I(c[0]); h = I(c[1]); d = I(c[2]); cb = I(c[3]); n = I(c[4]);
     }
-    p.dx[I(u)] = T::FromF32(GenericGather<T, I, U>(g, p, n * g.ys[0] + ch * g.ys[1], d, h, w));
+    const I c0 = cb * I(V);
+    I yo[V], xo[V];
+    LaneOffsets<I, V>(n * g.ys[0], c0, g.C, g.ys[1], yo);
+    LaneOffsets<I, V>(n * g.xs[0] + d * g.xs[2] + h * g.xs[3] + w * g.xs[4], c0, g.C, g.xs[1], xo);
+    float acc[V];
+    GenericGather<T, V, I, U>(g, p, yo, d, h, w, acc);
+    const I lanes = g.C - c0;  // lanes holding a channel (more than V: all)
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      if (j >= lanes) break;
+      p.dx[xo[j]] = T::FromF32(acc[j]);
+    }
   }
 };
 }  // namespace gpu

@@ -6,9 +6,10 @@
 // The structure follows JAX's FFI CUDA example
 // (https://github.com/jax-ml/jax/blob/main/examples/ffi/src/jax_ffi_example/cuda_examples.cu):
 // each handler takes the CUDA stream from the FFI context
-// (PlatformStream<cudaStream_t>), decodes and validates its call with the
-// CPU handlers' code (shared_kernels/ffi_calls.h: the same errors), plans its
-// launches (launch_plan.h) and runs them on that stream (run_plan.h).
+// (PlatformStream<cudaStream_t>). The handler is the one the CPU handlers use
+// too (shared_kernels/ffi_calls.h's Handler: the same decoding, validation and
+// errors); this platform's run (Cuda::Run) plans the call's launches
+// (launch_plan.h) and runs them on that stream (run_plan.h).
 //
 // Kernels: one grid-stride loop over units each, the unit's work in units.h:
 //   WindowKernel<T, Win, L, V, Mode>  forward, forward_output, the indices of
@@ -33,6 +34,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <initializer_list>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -145,18 +147,20 @@ struct CudaExec {
   }
 };
 
-PlanOptions Options(const Geom& g, ElementType t,
-                    std::initializer_list<const void*> pointers) {
+// What the handler knows beyond the Geom (launch_plan.h's PlanOptions): the
+// element size, whether every buffer of the call is 16-byte aligned, and the
+// two settings.
+PlanOptions Options(ElementType t, const CallOperands& ops) {
   PlanOptions o;
-  o.elem_bytes = t == ElementType::kF32 ? 4 : 2;
-  for (const void* p : pointers)
+  o.elem_bytes = ElementBytes(t);
+  const std::initializer_list<const void*> buffers = {ops.x, ops.y_in, ops.go, ops.idx_in, ops.y, ops.idx, ops.dx};
+  for (const void* p : buffers)
     if (p != nullptr && reinterpret_cast<uintptr_t>(p) % 16 != 0) o.aligned = false;
   if (const char* v = std::getenv("POOL3D_CUDA_THREADS")) {
     const int n = std::atoi(v);
     if (n >= 64 && n <= 1024 && n % 32 == 0) o.threads = n;
   }
   if (const char* v = std::getenv("POOL3D_CUDA_VECTOR")) o.vector = std::string(v) != "0";
-  (void)g;
   return o;
 }
 
@@ -165,19 +169,21 @@ ffi::Error Failed(const char* target, const char* what, cudaError_t e) {
                               cudaGetErrorString(e));
 }
 
-// Runs `plan` on `stream`; the indices between two steps in scratch memory
-// from XLA's allocator (the FFI's ScratchAllocator: XLA sees it, can plan
-// around it, and frees it when the handler returns, ordered on the stream
-// behind these launches; null: a call whose plan never needs any).
-ffi::Error Run(const char* target, cudaStream_t stream, ffi::ScratchAllocator* scratch, const Geom& g,
-               ElementType t, const CallPlan& plan, const CallOperands& ops) {
+// Plans a call and runs it on `stream`; the indices between two steps in
+// scratch memory from XLA's allocator (the FFI's ScratchAllocator: XLA sees
+// it, can plan around it, and frees it when the handler returns, ordered on
+// the stream behind these launches; null: a call whose plan never needs any).
+ffi::Error Run(cudaStream_t stream, ffi::ScratchAllocator* scratch, Call call, const Checked& c,
+               const CallOperands& ops) {
+  const char* target = TargetOf(call);
+  const CallPlan plan = PlanCall(c.g, call, Options(c.t, ops));
   CudaExec exec{stream};
   auto alloc = [&](size_t bytes) -> void* {
     if (scratch == nullptr) return nullptr;
     const std::optional<void*> memory = scratch->Allocate(bytes, 16);
     return memory.has_value() ? *memory : nullptr;
   };
-  switch (RunPlan(exec, alloc, g, t, plan, ops)) {
+  switch (RunPlan(exec, alloc, c.g, c.t, plan, ops)) {
     case RunStatus::kOk:
       return ffi::Error::Success();
     case RunStatus::kNoScratch:
@@ -191,84 +197,23 @@ ffi::Error Run(const char* target, cudaStream_t stream, ffi::ScratchAllocator* s
                                    : ffi::Error::Internal(std::string(target) + ": no kernel for this plan");
 }
 
-// std::bad_alloc here is host memory.
-constexpr const char* kOutOfMemory = "out of host memory";
+// The CUDA platform of the shared handler (shared_kernels/ffi_calls.h): the
+// call's stream, and XLA's scratch allocator where the binding names it.
+struct Cuda {
+  // std::bad_alloc here is host memory.
+  static constexpr const char* kOutOfMemory = "out of host memory";
 
-ffi::Error Backward(cudaStream_t stream, ffi::ScratchAllocator& scratch, ffi::AnyBuffer grad_output,
-                    ffi::AnyBuffer input, ffi::AnyBuffer output,
-                    ffi::Result<ffi::AnyBuffer> grad_input, PoolAttrs a) {
-  Checked c;
-  POOL3D_RETURN_IF_FAILED(
-      CheckBackward(grad_output, input, output, *grad_input, a, &c));
-  if (c.empty) return ffi::Error::Success();
-  const PlanOptions o = Options(c.g, c.t, {grad_output.untyped_data(), input.untyped_data(),
-                                           output.untyped_data(), grad_input->untyped_data()});
-  CallOperands ops;
-  ops.x = input.untyped_data();
-  ops.y_in = output.untyped_data();
-  ops.go = grad_output.untyped_data();
-  ops.dx = grad_input->untyped_data();
-  return Run(kBackward, stream, &scratch, c.g, c.t, PlanCall(c.g, Call::kBackward, o), ops);
-}
+  static ffi::Error Run(cudaStream_t stream, Call call, const Checked& c, const CallOperands& ops) {
+    return gpu::Run(stream, nullptr, call, c, ops);
+  }
+  static ffi::Error Run(cudaStream_t stream, ffi::ScratchAllocator& scratch, Call call, const Checked& c,
+                        const CallOperands& ops) {
+    return gpu::Run(stream, &scratch, call, c, ops);
+  }
+};
 
-ffi::Error Forward(cudaStream_t stream, ffi::AnyBuffer input,
-                   ffi::Result<ffi::AnyBuffer> output,
-                   ffi::Result<ffi::AnyBuffer> indices, PoolAttrs a) {
-  Checked c;
-  POOL3D_RETURN_IF_FAILED(CheckForward(input, *output, *indices, a, &c));
-  if (c.empty) return ffi::Error::Success();
-  const PlanOptions o = Options(c.g, c.t, {input.untyped_data(), output->untyped_data(),
-                                           indices->untyped_data()});
-  CallOperands ops;
-  ops.x = input.untyped_data();
-  ops.y = output->untyped_data();
-  ops.idx = static_cast<int16_t*>(indices->untyped_data());
-  return Run(kForward, stream, nullptr, c.g, c.t, PlanCall(c.g, Call::kForward, o), ops);
-}
-
-ffi::Error ForwardOutput(cudaStream_t stream, ffi::AnyBuffer input,
-                         ffi::Result<ffi::AnyBuffer> output, PoolAttrs a) {
-  Checked c;
-  POOL3D_RETURN_IF_FAILED(CheckForwardOutput(input, *output, a, &c));
-  if (c.empty) return ffi::Error::Success();
-  const PlanOptions o = Options(c.g, c.t, {input.untyped_data(), output->untyped_data()});
-  CallOperands ops;
-  ops.x = input.untyped_data();
-  ops.y = output->untyped_data();
-  return Run(kForwardOutput, stream, nullptr, c.g, c.t, PlanCall(c.g, Call::kForwardOutput, o), ops);
-}
-
-ffi::Error FromIndices(cudaStream_t stream, ffi::AnyBuffer grad_output,
-                       ffi::AnyBuffer indices,
-                       ffi::Result<ffi::AnyBuffer> grad_input, PoolAttrs a) {
-  Checked c;
-  POOL3D_RETURN_IF_FAILED(
-      CheckFromIndices(grad_output, indices, *grad_input, a, &c));
-  if (c.empty) return ffi::Error::Success();
-  const PlanOptions o = Options(c.g, c.t, {grad_output.untyped_data(), indices.untyped_data(),
-                                           grad_input->untyped_data()});
-  CallOperands ops;
-  ops.go = grad_output.untyped_data();
-  ops.idx_in = static_cast<const int16_t*>(indices.untyped_data());
-  ops.dx = grad_input->untyped_data();
-  return Run(kFromIndices, stream, nullptr, c.g, c.t, PlanCall(c.g, Call::kFromIndices, o), ops);
-}
-
-ffi::Error FromInput(cudaStream_t stream, ffi::ScratchAllocator& scratch, ffi::AnyBuffer grad_output,
-                     ffi::AnyBuffer input,
-                     ffi::Result<ffi::AnyBuffer> grad_input, PoolAttrs a) {
-  Checked c;
-  POOL3D_RETURN_IF_FAILED(
-      CheckFromInput(grad_output, input, *grad_input, a, &c));
-  if (c.empty) return ffi::Error::Success();
-  const PlanOptions o = Options(c.g, c.t, {grad_output.untyped_data(), input.untyped_data(),
-                                           grad_input->untyped_data()});
-  CallOperands ops;
-  ops.x = input.untyped_data();
-  ops.go = grad_output.untyped_data();
-  ops.dx = grad_input->untyped_data();
-  return Run(kFromInput, stream, &scratch, c.g, c.t, PlanCall(c.g, Call::kFromInput, o), ops);
-}
+template <Call C>
+using CudaHandler = Handler<C, Cuda>;
 
 }  // namespace gpu
 }  // namespace pool3d
@@ -278,8 +223,6 @@ ffi::Error FromInput(cudaStream_t stream, ffi::ScratchAllocator& scratch, ffi::A
 // Calls whose plans may hold two steps take scratch for the indices between them.
 #define POOL3D_STREAM_SCRATCH \
   POOL3D_STREAM.Ctx<xla::ffi::ScratchAllocator>()
-#define POOL3D_HANDLER(call) \
-  pool3d::Entry(pool3d::k##call, pool3d::gpu::kOutOfMemory, pool3d::gpu::call)
 // Handlers that only launch kernels on the stream, on XLA's buffers, may be
 // captured in XLA's command buffers (CUDA graphs). Those with scratch may not:
 // XLA's scratch is freed when the handler returns, and a graph replay would
@@ -291,23 +234,23 @@ ffi::Error FromInput(cudaStream_t stream, ffi::ScratchAllocator& scratch, ffi::A
 #pragma GCC visibility push(default)
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(Pool3dCudaMaxPooling3dBackward,
-                              POOL3D_HANDLER(Backward),
+                              pool3d::gpu::CudaHandler<pool3d::Call::kBackward>{},
                               POOL3D_BIND_BACKWARD(POOL3D_STREAM_SCRATCH));
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(Pool3dCudaMaxPooling3dForward,
-                              POOL3D_HANDLER(Forward),
+                              pool3d::gpu::CudaHandler<pool3d::Call::kForward>{},
                               POOL3D_BIND_FORWARD(POOL3D_STREAM), POOL3D_GRAPHABLE);
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(Pool3dCudaMaxPooling3dForwardOutput,
-                              POOL3D_HANDLER(ForwardOutput),
+                              pool3d::gpu::CudaHandler<pool3d::Call::kForwardOutput>{},
                               POOL3D_BIND_FORWARD_OUTPUT(POOL3D_STREAM), POOL3D_GRAPHABLE);
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(Pool3dCudaMaxPooling3dBackwardFromIndices,
-                              POOL3D_HANDLER(FromIndices),
+                              pool3d::gpu::CudaHandler<pool3d::Call::kFromIndices>{},
                               POOL3D_BIND_FROM_INDICES(POOL3D_STREAM), POOL3D_GRAPHABLE);
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(Pool3dCudaMaxPooling3dBackwardFromInput,
-                              POOL3D_HANDLER(FromInput),
+                              pool3d::gpu::CudaHandler<pool3d::Call::kFromInput>{},
                               POOL3D_BIND_FROM_INPUT(POOL3D_STREAM_SCRATCH));
 
 #pragma GCC visibility pop

@@ -27,6 +27,7 @@
 #include <cstdint>
 
 #include "fast_div.h"
+#include "shared_kernels/calls.h"
 #include "shared_kernels/geometry.h"
 #include "units.h"
 
@@ -42,17 +43,15 @@ enum class Kernel : int {
   kWindowIndices = 5,    // x -> indices (no y: backward_from_input's first step)
 };
 
-// The calls, as the handlers name them.
-enum class Call : int {
-  kForward = 0, kForwardOutput = 1, kFromIndices = 2, kBackward = 3,
-  kFromInput = 4,
-};
 
 // The specialised window classes (kernel, stride, padding per axis D, H, W):
 // 2x2x2 stride 2 and C3D's (1,2,2) (non-overlapping), 3x3x3 stride 2 pad 1,
-// 3x3x3 stride 1 pad 1, and the 2-D 3x3 stride 2 pad 1 as (1,3,3).
+// 3x3x3 stride 1 pad 1, the 2-D 3x3 stride 2 pad 1 as (1,3,3), and 3x3x3
+// stride 2 and 2x2x2 stride 1 without padding (PyTorch's MaxPool3d(3, 2) and
+// MaxPool3d(2, 1): NCDHW rows of them end in part of a unit, Fixed's
+// kRaggedRows).
 enum class WindowClass : int {
-  kGeneric = 0, kK2S2 = 1, kK122 = 2, kK3S2P1 = 3, kK3S1P1 = 4, kK133S2P1 = 5,
+  kGeneric = 0, kK2S2 = 1, kK122 = 2, kK3S2P1 = 3, kK3S1P1 = 4, kK133S2P1 = 5, kK3S2 = 6, kK2S1 = 7,
 };
 struct ClassWindow {
   WindowClass cls;
@@ -64,7 +63,15 @@ constexpr ClassWindow kClasses[] = {
     {WindowClass::kK3S2P1, {3, 3, 3}, {2, 2, 2}, {1, 1, 1}},
     {WindowClass::kK3S1P1, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}},
     {WindowClass::kK133S2P1, {1, 3, 3}, {1, 2, 2}, {0, 1, 1}},
+    {WindowClass::kK3S2, {3, 3, 3}, {2, 2, 2}, {0, 0, 0}},
+    {WindowClass::kK2S1, {2, 2, 2}, {1, 1, 1}, {0, 0, 0}},
 };
+
+// Fixed's kRaggedRows for a call's window (the classes' NCDHW units that read
+// and write outputs element by element).
+inline bool RaggedRows(const Geom& g) {
+  return FloorDiv(int(2 * g.pW - g.kW), int(g.sW)) + 1 != 0;
+}
 
 // Offsets inside one launch stay below this (int32, with room for a grid
 // stride on top of the last unit number in uint32).
@@ -128,6 +135,14 @@ inline bool Overlapping(const Geom& g) {
   return g.sD < g.kD || g.sH < g.kH || g.sW < g.kW;
 }
 
+// The channels a Generic unit works on: kGenericLanes, one with int64
+// offsets (planes of 2^31 elements or more, where lanes' 64-bit offsets would
+// not fit the registers).
+inline constexpr int GenericLanes(bool wide) { return wide ? 1 : kGenericLanes; }
+
+// Blocks of `per` covering n.
+inline int64_t Blocks(int64_t n, int64_t per) { return (n + per - 1) / per; }
+
 // Whether NCDHW units of `kernel` read two vectors a row (window kernels of
 // overlapping windows).
 inline constexpr bool WideWindows(Kernel kernel, bool overlap) {
@@ -158,15 +173,33 @@ inline int ScalarWidth(const Geom& g, Kernel kernel, int elem_bytes) {
   return kScalarWidth;
 }
 
+// Whether NDHWC overlapping windows of 16-bit elements take units of half a
+// 128-bit vector (4 channels, 64-bit accesses) where C is a multiple of 4 but
+// not 8 (C = 12, 20, ...): those rows would otherwise run the Generic kernels.
+inline bool HalfVectors(const Geom& g, int elem_bytes) {
+  return g.in_cl && elem_bytes == 2 && Overlapping(g) && g.C % (8 / elem_bytes) == 0;
+}
+
 // The vector width of `kernel` for a Fixed class, or 1 where the extents do
 // not allow the 128-bit path nor the one-lane one (then the Generic kernels
 // run); kScalarWidth: the one-lane Fixed unit (V = 1).
 inline int VectorWidth(const Geom& g, Kernel kernel, int elem_bytes) {
   const int lanes = 16 / elem_bytes;  // elements in 128 bits
-  if (g.in_cl) return g.C % lanes == 0 ? lanes : ScalarWidth(g, kernel, elem_bytes);
+  if (g.in_cl) {
+    if (g.C % lanes == 0) return lanes;
+    return HalfVectors(g, elem_bytes) ? lanes / 2 : ScalarWidth(g, kernel, elem_bytes);
+  }
   // NCDHW: rows must start 16-byte aligned.
   if ((g.W * elem_bytes) % 16 != 0) return ScalarWidth(g, kernel, elem_bytes);
   const bool overlap = Overlapping(g);
+  if (overlap && RaggedRows(g)) {  // outputs element by element (window_units.h, gather_units.h)
+    if (kernel == Kernel::kGather) return g.W % lanes == 0 && lanes % g.sW == 0 ? lanes : 1;
+    // two vectors of columns a unit (2 V windows), the last unit of a row inside it: its vectors start at
+    // ow0 * sW with ow0 = (units a row - 1) * 2 V
+    if (lanes % g.sW != 0) return 1;
+    const int64_t V2 = 2 * (lanes / g.sW);
+    return Blocks(g.Wo, V2) * V2 * g.sW <= g.W ? int(V2) : 1;
+  }
   if (kernel == Kernel::kGather && overlap) {  // and lanes / sW windows' indices one vector
     return g.W % lanes == 0 && lanes % g.sW == 0 && g.Wo % (lanes / g.sW) == 0 &&
                    g.W <= g.Wo * g.sW
@@ -196,9 +229,6 @@ inline bool Fusible(const Geom& g) {
 
 inline int64_t Product(int64_t a, int64_t b, int64_t c) { return a * b * c; }
 
-// Blocks of `per` covering n.
-inline int64_t Blocks(int64_t n, int64_t per) { return (n + per - 1) / per; }
-
 // One step: class, width, chunks.
 inline Step PlanStep(const Geom& g, Kernel kernel, const PlanOptions& o) {
   Step s;
@@ -226,20 +256,26 @@ inline Step PlanStep(const Geom& g, Kernel kernel, const PlanOptions& o) {
                     bh = Blocks(g.H, GatherBlock(int(g.kH), int(g.sH)));
       s.units_per_outer = g.in_cl ? bd * bh * Blocks(g.W, GatherBlock(int(g.kW), int(g.sW))) * (g.C / V)
                                   : bd * bh * (g.W / V);
+    } else if (!g.in_cl) {  // V windows of a row a unit (the last one partial in ragged rows)
+      s.units_per_outer = g.Do * g.Ho * Blocks(g.Wo, V);
     } else {
       s.units_per_outer = s.out_per_outer / V;
     }
-  } else {
+  } else {  // GenericLanes(wide) channels a unit
     s.layout = kStrided;
     s.outer = g.B;
     s.in_per_outer = in_sp * g.C;
     s.out_per_outer = out_sp * g.C;
-    s.units_per_outer = kernel == Kernel::kGather ? s.in_per_outer : s.out_per_outer;
   }
   s.cls = cls;
   s.V = V;
   const int64_t biggest = std::max(s.in_per_outer, s.out_per_outer);
-  if (biggest >= o.narrow_limit || o.wide) {
+  const bool wide = biggest >= o.narrow_limit || o.wide;
+  if (cls == WindowClass::kGeneric) {
+    s.V = GenericLanes(wide);
+    s.units_per_outer = (kernel == Kernel::kGather ? in_sp : out_sp) * Blocks(g.C, s.V);
+  }
+  if (wide) {
     if (cls != WindowClass::kGeneric) {  // planes this large: Generic, int64
       Geom h = g;
       PlanOptions scalar = o;
@@ -308,7 +344,8 @@ Launch<I> MakeLaunch(const Geom& g, const Step& s, int64_t c) {
   int64_t dv[4];
   if (s.cls != WindowClass::kGeneric) {
     // Overlapping gathers count blocks of input positions (GatherBlock), the rest outputs.
-    const int64_t W = per_input ? Blocks(g.W, g.in_cl ? GatherBlock(int(g.kW), int(g.sW)) : s.V) : g.Wo;
+    const int64_t W = per_input ? Blocks(g.W, g.in_cl ? GatherBlock(int(g.kW), int(g.sW)) : s.V)
+                      : s.layout == kNcdhw ? Blocks(g.Wo, s.V) * s.V : g.Wo;
     const int64_t H = per_input ? Blocks(g.H, GatherBlock(int(g.kH), int(g.sH))) : g.Ho;
     const int64_t D = per_input ? Blocks(g.D, GatherBlock(int(g.kD), int(g.sD))) : g.Do;
     if (s.layout == kNcdhw) {
@@ -316,14 +353,14 @@ Launch<I> MakeLaunch(const Geom& g, const Step& s, int64_t c) {
     } else {
       dv[0] = g.C / s.V; dv[1] = W; dv[2] = H; dv[3] = D;
     }
-  } else {
+  } else {  // blocks of s.V channels
     const bool cl = per_input ? g.in_cl : g.out_cl;
     const int64_t W = per_input ? g.W : g.Wo, H = per_input ? g.H : g.Ho,
-                  D = per_input ? g.D : g.Do;
+                  D = per_input ? g.D : g.Do, C = Blocks(g.C, s.V);
     if (cl) {
-      dv[0] = g.C; dv[1] = W; dv[2] = H; dv[3] = D;
+      dv[0] = C; dv[1] = W; dv[2] = H; dv[3] = D;
     } else {
-      dv[0] = W; dv[1] = H; dv[2] = D; dv[3] = g.C;
+      dv[0] = W; dv[1] = H; dv[2] = D; dv[3] = C;
     }
   }
   for (int i = 0; i < 4; ++i) l.div[i] = MakeFastDiv<U>(U(dv[i]));

@@ -28,23 +28,33 @@ void ForWindowClass(WindowClass c, Fn&& fn) {
     case WindowClass::kK3S2P1: fn(Fixed<3, 3, 3, 2, 2, 2, 1, 1, 1>{}); return;
     case WindowClass::kK3S1P1: fn(Fixed<3, 3, 3, 1, 1, 1, 1, 1, 1>{}); return;
     case WindowClass::kK133S2P1: fn(Fixed<1, 3, 3, 1, 2, 2, 0, 1, 1>{}); return;
+    case WindowClass::kK3S2: fn(Fixed<3, 3, 3, 2, 2, 2, 0, 0, 0>{}); return;
+    case WindowClass::kK2S1: fn(Fixed<2, 2, 2, 1, 1, 1, 0, 0, 0>{}); return;
     case WindowClass::kGeneric: return;
   }
 }
 
 // The vector widths launch_plan.h's VectorWidth can give a Fixed window W, as
 // compile-time constants (the plan's V is checked against them): the one
-// vector a row, and (NCDHW overlapping window kernels) two (0: none).
+// vector a row, and (NCDHW overlapping window kernels) two (0: none). Classes
+// with ragged NCDHW rows have window kernels of two vectors only there.
 template <class T, class W, int L>
 constexpr int FixedWidth(Kernel k) {
   constexpr int lanes = 16 / int(sizeof(typename T::M));
   if (L == kNdhwc) return lanes;
   if (k == Kernel::kGather && W::kOverlap) return lanes;
+  if (W::kRaggedRows && WideWindows(k, W::kOverlap)) return 2 * (lanes / W::sW);
   return lanes / W::sW;
 }
 template <class T, class W, int L>
 constexpr int WideWidth(Kernel k) {
-  return L == kNcdhw && WideWindows(k, W::kOverlap) ? 2 * FixedWidth<T, W, L>(k) : 0;
+  return L == kNcdhw && WideWindows(k, W::kOverlap) && !W::kRaggedRows ? 2 * FixedWidth<T, W, L>(k) : 0;
+}
+// The half-vector width of NDHWC overlapping windows of 16-bit elements
+// (launch_plan.h's HalfVectors), 0: none.
+template <class T, class W, int L>
+constexpr int HalfWidth() {
+  return L == kNdhwc && sizeof(typename T::M) == 2 && W::kOverlap ? 8 / int(sizeof(typename T::M)) : 0;
 }
 // The one-lane width (ScalarUnits), 0: none.
 template <class W>
@@ -80,10 +90,10 @@ template <class T, class W, int L, int V>
 struct UnitOf<Kernel::kWindowSelect, T, W, L, V> {
   using type = std::conditional_t<W::kOverlap, WindowUnit<T, W, L, V, kSelect>, void>;
 };
-// Indices only: Fixed windows skip what y needs; Generic ones share the kMax unit.
+// Indices only: nothing of what y needs.
 template <class T, class W, int L, int V>
 struct UnitOf<Kernel::kWindowIndices, T, W, L, V> {
-  using type = std::conditional_t<W::kOverlap, WindowUnit<T, W, L, V, W::kFixed ? kIndices : kMax>, void>;
+  using type = std::conditional_t<W::kOverlap, WindowUnit<T, W, L, V, kIndices>, void>;
 };
 template <class T, class W, int L, int V>
 struct UnitOf<Kernel::kGather, T, W, L, V> { using type = GatherUnit<T, W, L, V>; };
@@ -130,17 +140,6 @@ void ForKernel(Kernel k, Fn&& fn) {
   }
 }
 
-// The buffers of one call (null: not an operand of it).
-struct CallOperands {
-  const void* x = nullptr;       // input
-  const void* y_in = nullptr;    // output given (backward)
-  const void* go = nullptr;      // grad_output
-  const int16_t* idx_in = nullptr;
-  void* y = nullptr;             // output written
-  int16_t* idx = nullptr;        // indices written
-  void* dx = nullptr;            // grad_input written
-};
-
 // Runs step s of a plan for element type t; false: the executor failed (or
 // a step the plan cannot make).
 template <class Exec>
@@ -161,9 +160,9 @@ bool RunStep(Exec& exec, const Geom& g, const Step& s, ElementType t, const Call
       constexpr Kernel K = decltype(kernel)::value;
       if (s.cls == WindowClass::kGeneric) {
         if (s.wide) {
-          ok = LaunchUnits<K, T, Generic<int64_t>, kStrided, 1>(exec, g, s, all);
+          ok = LaunchUnits<K, T, Generic<int64_t>, kStrided, GenericLanes(true)>(exec, g, s, all);
         } else {
-          ok = LaunchUnits<K, T, Generic<int32_t>, kStrided, 1>(exec, g, s, all);
+          ok = LaunchUnits<K, T, Generic<int32_t>, kStrided, GenericLanes(false)>(exec, g, s, all);
         }
         return;
       }
@@ -171,7 +170,14 @@ bool RunStep(Exec& exec, const Geom& g, const Step& s, ElementType t, const Call
         using W = decltype(win);
         auto with_layout = [&](auto layout) {
           constexpr int L = decltype(layout)::value;
-          constexpr int V = FixedWidth<T, W, L>(K), V2 = WideWidth<T, W, L>(K), V1 = OneLane<W>(K);
+          constexpr int V = FixedWidth<T, W, L>(K), V2 = WideWidth<T, W, L>(K), V1 = OneLane<W>(K),
+                        Vh = HalfWidth<T, W, L>();
+          if constexpr (Vh > 0) {
+            if (s.V == Vh) {
+              ok = LaunchUnits<K, T, W, L, Vh>(exec, g, s, all);
+              return;
+            }
+          }
           if constexpr (V2 > 0) {
             if (s.V == V2) {
               ok = LaunchUnits<K, T, W, L, V2>(exec, g, s, all);

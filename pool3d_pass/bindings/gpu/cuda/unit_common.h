@@ -41,6 +41,14 @@ struct Fixed {
   static constexpr int pD = PD, pH = PH, pW = PW;
   static constexpr bool kOverlap = SD < KD || SH < KH || SW < KW;
   static constexpr int kTaps = KD * KH * KW;
+  // Whether an NCDHW output row ends in part of a unit where the input row is
+  // whole vectors: Wo = (W + 2 pW - kW) / sW + 1 is W / sW plus this class's
+  // own remainder FloorDiv(2 pW - kW, sW) + 1, which is 0 for the padded and
+  // the non-overlapping classes and -1 for k3 s2 and k2 s1 without padding
+  // (rows of 31 and 63 windows over 64 columns). Those classes' NCDHW units
+  // read and write their outputs element by element, the last unit of a row
+  // storing only its real windows; their input reads stay vectors.
+  static constexpr bool kRaggedRows = (2 * PW - KW >= 0 ? (2 * PW - KW) / SW : -((KW - 2 * PW + SW - 1) / SW)) + 1 != 0;
 };
 
 template <class I>
@@ -196,6 +204,52 @@ POOL3D_HD inline void StoreVec(M* p, const M* v) {
       for (int i = 0; i < N; ++i) p[i] = v[i];
     }
   }
+}
+
+// ---------------------------------------------------------------------------
+// Scalar access.
+
+// p, which the compiler may not rewrite as its base plus an offset: an element
+// at a run-time offset from it is then one IMAD.WIDE away, where nvcc, seeing
+// base + part + part, adds them in 64 bits (up to four instructions a load).
+template <class P>
+POOL3D_HD inline P* Opaque(P* p) {
+#if defined(__CUDA_ARCH__)
+  asm("mov.b64 %0, %0;" : "+l"(p));
+#endif
+  return p;
+}
+
+// *p, an input of the kernel (read-only while it runs): a global load (LDG;
+// Opaque pointers would otherwise be read with generic loads).
+template <class M>
+POOL3D_HD inline M LoadGlobal(const M* p) {
+#if defined(__CUDA_ARCH__)
+  return __ldg(p);
+#else
+  return *p;
+#endif
+}
+
+// *p, loaded where the source says: nvcc, seeing a load whose value is used
+// only under a condition (a gather's gradient, where its window's index names
+// the position), issues it after the condition is known, one more round trip
+// for every batch; a volatile load stays with its batch.
+template <class M>
+POOL3D_HD inline M LoadNow(const M* p) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (sizeof(M) == 4) {
+    uint32_t v;
+    asm volatile("ld.global.nc.b32 %0, [%1];" : "=r"(v) : "l"(p));
+    return M(v);
+  } else {
+    uint16_t v;
+    asm volatile("ld.global.nc.b16 %0, [%1];" : "=h"(v) : "l"(p));
+    return M(v);
+  }
+#else
+  return *p;
+#endif
 }
 
 // ---------------------------------------------------------------------------

@@ -86,12 +86,14 @@ struct NcdhwTaps {
     for (int r = 0; r < kRows; ++r) {
       const int32_t at = at_d[r / W::kH] + at_h[r % W::kH];
       base[r] = tap_d[r / W::kH] + tap_h[r % W::kH];
-      const M* row = xp + at;  // one 64-bit address a row: the halo is at a small offset from it
+      // one 64-bit address a row (the halo is at a small offset from it), one IMAD.WIDE from the plane's
+      // (Opaque: nvcc would add the parts in 64 bits on the ALU, two instructions a row)
+      const M* row = Opaque(xp) + at;
       LoadVec<uint32_t, kVecN / kPerWord>(reinterpret_cast<const uint32_t*>(row + kVec0), words[r]);
       M halo[kLanes > kVecN ? kLanes - kVecN : 1];  // read at its clamped column: no load waits for another
 #pragma unroll
       for (int s = 0; s < kSeg; ++s)
-        if (Halo(s)) halo[LaneOf(s) - kVecN] = row[s + fix[s]];
+        if (Halo(s)) halo[LaneOf(s) - kVecN] = LoadGlobal(Opaque(row) + (s + fix[s]));
 #pragma unroll
       for (int l = kSeg; l < kLanes; ++l) halo[l - kVecN] = halo[0];  // the pad lane: any real value
 #pragma unroll
@@ -229,7 +231,7 @@ struct WindowUnit {
       const int32_t o0 = ((plane * g.Do + od) * g.Ho + oh) * g.Wo + ow0;
       const int32_t st[3] = {g.H * g.W, g.W, 1};
       const int32_t d0 = od * W::sD - W::pD, h0 = oh * W::sH - W::pH, w0 = ow0 * W::sW - W::pW;
-      Body(p, o0, xp, st, d0, h0, w0, W::sW, [&](auto mode, Best* best, const float* target) {
+      Body(p, o0, g.Wo - ow0, xp, st, d0, h0, w0, W::sW, [&](auto mode, Best* best, const float* target) {
         (void)target;  // the column search finds maxima; a selection is checked against them (Body)
         NcdhwTaps<T, W, V>::template Search<decltype(mode)::value>(g, xp, od, oh, ow0, best);
       }, g);
@@ -242,7 +244,7 @@ struct WindowUnit {
       const int32_t o0 = (((n * g.Do + od) * g.Ho + oh) * g.Wo + ow) * g.C + c0;
       const int32_t st[3] = {g.H * g.W * g.C, g.W * g.C, g.C};
       const int32_t d0 = od * W::sD - W::pD, h0 = oh * W::sH - W::pH, w0 = ow * W::sW - W::pW;
-      Body(p, o0, xp, st, d0, h0, w0, 0, [&](auto mode, Best* best, const float* target) {
+      Body(p, o0, V, xp, st, d0, h0, w0, 0, [&](auto mode, Best* best, const float* target) {
         WindowSearch<T, V, decltype(mode)::value> search(target);
         NdhwcTaps<T, W, V>::Feed(g, xp, d0, h0, w0, search);
         search.Finish(best);
@@ -256,13 +258,16 @@ struct WindowUnit {
   // answers kSelect with the first maximum instead is checked against the
   // targets here). Lane j's window starts at (d0, h0, w0 + j * lane_w) in the
   // input at xp + (lane_w ? 0 : j) (strides st): only the rare paths read it.
+  // The outputs at o0 are `real` windows (fewer than V only at the end of a
+  // ragged row: Fixed's kRaggedRows, whose outputs go element by element).
   template <class Search>
-  POOL3D_HD static void Body(const Operands<M>& p, int32_t o0, const M* xp, const int32_t* st, int32_t d0,
-                             int32_t h0, int32_t w0, int32_t lane_w, Search&& search, const Launch<int32_t>& g) {
+  POOL3D_HD static void Body(const Operands<M>& p, int32_t o0, int32_t real, const M* xp, const int32_t* st,
+                             int32_t d0, int32_t h0, int32_t w0, int32_t lane_w, Search&& search,
+                             const Launch<int32_t>& g) {
     Best best[V];
     if constexpr (Mode == kSelect) {
       float target[V];
-      LoadTargets<T, V>(p.y_in + o0, target);
+      LoadOutputs(p.y_in + o0, real, target);
       int16_t idx[V];
       if constexpr (L == kNcdhw) {
         search(std::integral_constant<int, kIndices>{}, best, target);
@@ -272,9 +277,11 @@ struct WindowUnit {
             idx[j] = -1;  // a NaN equals nothing
           } else if (!HeldNan(best[j]) && best[j].m == target[j]) {
             idx[j] = int16_t(best[j].tap);  // the first maximum is the first tap equal to it
-          } else {  // a target that is not the window's maximum
+          } else if (j < real) {  // a target that is not the window's maximum
             idx[j] = int16_t(WindowFirstEqual<T>(g, xp + (lane_w ? 0 : j), st, d0, h0, w0 + j * lane_w,
                                                  Narrow<T>(target[j])));  // model: rare
+          } else {
+            idx[j] = -1;  // past the row: not stored
           }
         }
       } else {
@@ -282,7 +289,7 @@ struct WindowUnit {
 #pragma unroll
         for (int j = 0; j < V; ++j) idx[j] = int16_t(best[j].tap);
       }
-      StoreVec<int16_t, V>(p.idx + o0, idx);
+      StoreOutputs(p.idx + o0, real, idx);
     } else {
       search(std::integral_constant<int, Mode>{}, best, nullptr);
       int16_t idx[V];
@@ -292,10 +299,10 @@ struct WindowUnit {
         M y[V];
 #pragma unroll
         for (int j = 0; j < V; ++j) {
-          if (HeldNan(best[j])) {  // the window's first NaN, with its own bits
-            M m;
+          if (HeldNan(best[j])) {  // the window's first NaN, with its own bits (past the row: not stored)
+            M m = M(0);
             int32_t t;
-            WindowFirstMax<T>(g, xp + (lane_w ? 0 : j), st, d0, h0, w0 + j * lane_w, &m, &t);  // model: rare
+            if (j < real) WindowFirstMax<T>(g, xp + (lane_w ? 0 : j), st, d0, h0, w0 + j * lane_w, &m, &t);  // model: rare
             y[j] = m;
           } else if (best[j].m == 0.0f) {  // +0 where a tap holds +0, else -0
             y[j] = best[j].plus_zero ? M(0) : M(M(1) << (8 * sizeof(M) - 1));
@@ -303,42 +310,85 @@ struct WindowUnit {
             y[j] = Narrow<T>(best[j].m);
           }
         }
-        if (p.y != nullptr) StoreVec<M, V>(p.y + o0, y);
+        if (p.y != nullptr) StoreOutputs(p.y + o0, real, y);
       }
-      if (p.idx != nullptr) StoreVec<int16_t, V>(p.idx + o0, idx);
+      if (p.idx != nullptr) StoreOutputs(p.idx + o0, real, idx);
     }
   }
 
-  POOL3D_HD static void StoreIndices(int16_t* out, const Best* best) {
-    int16_t idx[V];
+  // Ragged NCDHW rows (Fixed's kRaggedRows): outputs element by element, the `real` first of V (no vector
+  // fits rows that are no multiple of it); elsewhere one vector access.
+  static constexpr bool kElementwise = L == kNcdhw && W::kRaggedRows;
+
+  template <class E>
+  POOL3D_HD static void StoreOutputs(E* out, int32_t real, const E* v) {
+    if constexpr (kElementwise) {
 #pragma unroll
-    for (int j = 0; j < V; ++j) idx[j] = int16_t(best[j].tap);
-    StoreVec<int16_t, V>(out, idx);
+      for (int j = 0; j < V; ++j)
+        if (j < real) out[j] = v[j];
+    } else {
+      (void)real;
+      StoreVec<E, V>(out, v);
+    }
   }
 
-  // Generic: output element u (output layout order) by the shared scans' rules, its loads batched
+  // The given outputs of V windows as search targets (past the row: the row's last, not stored).
+  POOL3D_HD static void LoadOutputs(const M* y, int32_t real, float* target) {
+    if constexpr (kElementwise) {
+#pragma unroll
+      for (int j = 0; j < V; ++j) target[j] = Wide<T>(y[j < real ? j : real - 1]);
+    } else {
+      (void)real;
+      LoadTargets<T, V>(y, target);
+    }
+  }
+
+  // Generic: V channels of one output position (units in output layout order, the channels' block
+  // innermost in NDHWC, W in NCDHW), by the shared scans' rules, the loads of every lane batched
   // (generic_units.h).
-  POOL3D_HD static void RunGeneric(const Launch<I>& g, const Operands<M>& p,
-                                   U u) {
+  POOL3D_HD static void RunGeneric(const Launch<I>& g, const Operands<M>& p, U u) {
     U c[5];
     Decode<U, 4>(g.div, u, c);
-    I n, ch, od, oh, ow;
-    if (g.out_cl) {  // channels-last output: (c, w, h, d, n)
-      ch = I(c[0]); ow = I(c[1]); oh = I(c[2]); od = I(c[3]); n = I(c[4]);
-    } else {  // (w, h, d, c, n)
-      ow = I(c[0]); oh = I(c[1]); od = I(c[2]); ch = I(c[3]); n = I(c[4]);
+    I n, cb, od, oh, ow;
+    if (g.out_cl) {  // channels-last output: (channel block, w, h, d, n)
+      cb = I(c[0]); ow = I(c[1]); oh = I(c[2]); od = I(c[3]); n = I(c[4]);
+    } else {  // (w, h, d, channel block, n)
+      ow = I(c[0]); oh = I(c[1]); od = I(c[2]); cb = I(c[3]); n = I(c[4]);
     }
-    const M* xp = p.x + n * g.xs[0] + ch * g.xs[1];
+    const I c0 = cb * I(V);
+    I xo[V], yo[V];
+    LaneOffsets<I, V>(n * g.xs[0], c0, g.C, g.xs[1], xo);
+    LaneOffsets<I, V>(n * g.ys[0] + od * g.ys[2] + oh * g.ys[3] + ow * g.ys[4], c0, g.C, g.ys[1], yo);
+    const M* xl[V];
+#pragma unroll
+    for (int j = 0; j < V; ++j) xl[j] = Opaque(p.x + xo[j]);
     const I d0 = od * g.sD - g.pD, h0 = oh * g.sH - g.pH, w0 = ow * g.sW - g.pW;
-    const I o = I(u);
+    LaneSearch<T, V, Mode> s;
     if constexpr (Mode == kSelect) {
-      p.idx[o] = int16_t(GenericFirstEqual<T>(g, xp, g.xs + 2, d0, h0, w0, p.y_in[o]));
-    } else {
-      M m;
-      int32_t tap;
-      GenericFirstMax<T>(g, xp, g.xs + 2, d0, h0, w0, &m, &tap);
-      if (p.y != nullptr) p.y[o] = m;
-      if (p.idx != nullptr) p.idx[o] = int16_t(tap);
+#pragma unroll
+      for (int j = 0; j < V; ++j) s.want[j] = Wide<T>(p.y_in[yo[j]]);
+    }
+    SearchLanes<T, V>(g, xl, g.xs + 2, d0, h0, w0, s);
+    const I lanes = g.C - c0;  // lanes holding a channel (more than V: all)
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      if (j >= lanes) break;
+      if constexpr (Mode == kSelect) {
+        p.idx[yo[j]] = int16_t(s.tap[j]);
+      } else {
+        const bool nan = s.m[j] != s.m[j];
+        if (p.idx != nullptr) p.idx[yo[j]] = int16_t(nan ? -1 : s.tap[j]);
+        if constexpr (Mode == kMax) {
+          if (p.y != nullptr) {
+            M m = s.Maximum(j);
+            if (nan) {  // the window's first NaN, with its own bits
+              int32_t t;
+              WindowFirstMax<T>(g, xl[j], g.xs + 2, d0, h0, w0, &m, &t);  // model: rare
+            }
+            p.y[yo[j]] = m;
+          }
+        }
+      }
     }
   }
 };

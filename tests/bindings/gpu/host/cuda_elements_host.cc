@@ -15,6 +15,8 @@
 
 namespace {
 
+using pool3d::Call;
+using pool3d::CallOperands;
 using pool3d::Geom;
 using namespace pool3d::gpu;
 
