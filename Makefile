@@ -42,7 +42,7 @@ PASS_TESTS := tests -m 'not gpu and not needs_flax and not slow and not channel_
 # Installing pool3d_pass must keep the environment's JAX: $(1) the venv's python, $(2) the version.
 check_jax_kept = $(1) -c "import jax, jaxlib; assert jax.__version__ == jaxlib.__version__ == '$(2)', ('installing pool3d_pass changed JAX', jax.__version__, jaxlib.__version__)"
 
-.PHONY: install install-jax09 install-bench test test-main test-jax09 pytest lit demo bench bench-quick fixtures clean wheel
+.PHONY: install install-jax09 install-bench test test-main test-jax09 pytest lit lint demo bench bench-quick fixtures clean wheel
 
 install: $(STAMP)
 
@@ -135,7 +135,7 @@ XDIST = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist worksteal)
 test:
 	$(MAKE) --no-print-directory -j2 --output-sync=target test-main test-jax09
 
-test-main: pytest lit
+test-main: lint pytest lit
 
 # bin/pytest, not `python -m pytest`: the latter puts the work tree (whose
 # pool3d_pass holds $(VENV)'s kernel build) first on sys.path.
@@ -149,6 +149,10 @@ pytest: $(STAMP)
 
 lit: $(STAMP)
 	$(VENV)/bin/lit -sv lit_tests
+
+# ruff, pinned in the test extra, with pyproject.toml's rules (there: which and why); seconds.
+lint: $(STAMP)
+	$(VENV)/bin/ruff check --no-cache .
 
 demo: $(USER_STAMP)
 	$(PY) examples/demo.py
@@ -167,7 +171,7 @@ fixtures: $(STAMP)
 	$(PY) scripts/lower_fixtures.py
 
 clean:
-	rm -rf build *.egg-info lit_tests/Output .pytest_cache
+	rm -rf build *.egg-info lit_tests/Output .pytest_cache .ruff_cache
 	find . -name __pycache__ -prune -exec rm -rf {} +
 
 # The CPU kernels under AddressSanitizer and UndefinedBehaviorSanitizer: built by
@@ -362,4 +366,4 @@ NEURON_PYTHON     ?= python3
 NEURON_CHECK_ARGS ?=
 .PHONY: neuron-check
 neuron-check:
-	PYTHONPATH=$(CURDIR):$(CURDIR)/tests/support $(NEURON_PYTHON) -m checks.neuron_check $(NEURON_CHECK_ARGS)
+	PYTHONPATH=$(CURDIR) $(NEURON_PYTHON) -m checks.neuron_check $(NEURON_CHECK_ARGS)

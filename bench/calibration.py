@@ -53,12 +53,13 @@ def cache_hit() -> dict:
     os.environ["POOL3D_CALIBRATION_BUDGET_S"] = "600"
     pool3d_pass.rewrite_text(text, target="cpu", calibration="first-use")  # thin classes only: none here
     # store a verdict for every class, as a calibration would (the command measures them all)
+    from jaxlib.mlir import ir
+
     from pool3d_pass.bindings.registry import binding_for
     from pool3d_pass.calibration import ahead
-    from pool3d_pass.ir_context import make_context
+    from pool3d_pass.ir.context import make_context
     from pool3d_pass.options import PassOptions, binding_settings
     from pool3d_pass.rewriting.strategy import StrategyChooser
-    from jaxlib.mlir import ir
 
     binding = binding_for("cpu")
     chooser = StrategyChooser(PassOptions(target="cpu"), binding, binding_settings())

@@ -1,11 +1,4 @@
-"""Section 6: a C3D-style Flax model (NDHWC), its Adam train step and its inference step.
-
-What a Flax user runs: `flax.linen` Conv 3x3x3 'SAME' + ReLU + `nn.max_pool`
-per level, channels-last, C3D's pools (1, 2, 2) first, (2, 2, 2) after
-(Tran et al., "Learning Spatiotemporal Features with 3D Convolutional
-Networks", 2015), a global mean and a Dense head; softmax cross-entropy and
-`optax.adam`. Two precisions: f32, and bf16 activations with f32 parameters
-(`dtype=jnp.bfloat16`, Flax's mixed precision).
+"""Section 6: a C3D-style Flax model (NDHWC), its Adam train step and its inference step (cases/c3d.py).
 
 Two programs per precision, each compiled by `jax.jit` and by
 `pool3d_pass.jit`, timed interleaved:
@@ -22,51 +15,11 @@ logits are bit-identical, so "same result" is checked, not assumed.
 
 from __future__ import annotations
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
-from bench import cases, rewritten
+from bench import rewritten
 from bench.timing import blocking, measure
-
-FULL = {"batch": (4, 16, 56, 56, 3), "channels": (32, 64, 128, 128), "repeats": 7}
-QUICK = {"batch": (2, 4, 8, 8, 3), "channels": (4, 8), "repeats": 2}
-PRECISIONS = {"f32": jnp.float32, "bf16": jnp.bfloat16}
-CLASSES = 10
-
-
-def model(channels, dtype):
-    import flax.linen as nn
-
-    class C3D(nn.Module):
-        @nn.compact
-        def __call__(self, x):
-            x = x.astype(dtype)
-            for level, c in enumerate(channels):
-                x = nn.relu(nn.Conv(c, (3, 3, 3), padding="SAME", dtype=dtype)(x))
-                window = (1, 2, 2) if level == 0 else (2, 2, 2)
-                x = nn.max_pool(x, window, strides=window)
-            return nn.Dense(CLASSES, dtype=dtype)(x.mean(axis=(1, 2, 3))).astype(jnp.float32)
-
-    return C3D()
-
-
-def steps(net, optimizer):
-    import optax
-
-    def loss_fn(params, x, labels):
-        logits = net.apply(params, x)
-        return optax.softmax_cross_entropy_with_integer_labels(logits, labels).mean()
-
-    def train_step(params, opt_state, x, labels):
-        loss, grads = jax.value_and_grad(loss_fn)(params, x, labels)
-        updates, opt_state = optimizer.update(grads, opt_state, params)
-        return optax.apply_updates(params, updates), opt_state, loss
-
-    def inference_step(params, x):
-        return net.apply(params, x)
-
-    return train_step, inference_step
+from cases import c3d, pooling
 
 
 def _timed(programs: dict, args, repeats: int) -> dict:
@@ -77,20 +30,11 @@ def _timed(programs: dict, args, repeats: int) -> dict:
 
 
 def run_precision(name: str, cfg: dict, log=print) -> dict:
-    import optax
-
-    dtype = PRECISIONS[name]
-    net = model(cfg["channels"], dtype)
-    optimizer = optax.adam(1e-3)
-    train_step, inference_step = steps(net, optimizer)
-    rng = np.random.default_rng(2)
-    x = jnp.asarray(rng.standard_normal(cfg["batch"], np.float32))
-    labels = jnp.asarray(rng.integers(0, CLASSES, cfg["batch"][0], dtype=np.int32))
-    params = net.init(jax.random.PRNGKey(0), x)
-    opt_state = optimizer.init(params)
+    case = c3d.problem(cfg, name)
+    train_step, inference_step, params, x = case.train_step, case.inference_step, case.params, case.x
 
     log(f"  flax C3D {name}: train step")
-    train_args = (params, opt_state, x, labels)
+    train_args = case.train_arguments
     plain, rew, counts = rewritten.compile_both(train_step, *train_args)
     train = _timed({"jax_jit": plain, "pool3d_pass_jit": rew}, train_args, cfg["repeats"])
     p_plain, _, loss_plain = plain(*train_args)
@@ -99,7 +43,7 @@ def run_precision(name: str, cfg: dict, log=print) -> dict:
         "strategy": rewritten.strategy_of(counts), "census": counts,
         "loss_jax_jit": float(loss_plain), "loss_pool3d_pass_jit": float(loss_rew),
         "same_loss": bool(np.isclose(float(loss_plain), float(loss_rew), rtol=1e-5, atol=1e-6)),
-        "updated_params_max_abs_diff": cases.tree_max_abs_diff(p_plain, p_rew),
+        "updated_params_max_abs_diff": pooling.tree_max_abs_diff(p_plain, p_rew),
     })
 
     log(f"  flax C3D {name}: inference step")
@@ -116,7 +60,7 @@ def run_precision(name: str, cfg: dict, log=print) -> dict:
 
 
 def run(quick: bool, log=print) -> dict:
-    cfg = QUICK if quick else FULL
+    cfg = c3d.QUICK if quick else c3d.FULL
     log(f"  flax C3D: input {cfg['batch']} (NDHWC), channels {cfg['channels']}")
     return {
         "model": "flax.linen C3D-style: [Conv 3x3x3 SAME, ReLU, max_pool (1,2,2) then (2,2,2)] x levels, "
@@ -124,5 +68,5 @@ def run(quick: bool, log=print) -> dict:
         "input_shape": list(cfg["batch"]),
         "channels": list(cfg["channels"]),
         "repeats": cfg["repeats"],
-        "precisions": [run_precision(name, cfg, log) for name in PRECISIONS],
+        "precisions": [run_precision(name, cfg, log) for name in c3d.PRECISIONS],
     }

@@ -43,8 +43,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bench import cases
 from bench.timing import blocking, jax_call, measure
+from cases import pooling
 
 try:
     import torch
@@ -65,9 +65,9 @@ def _forward_call():
     return fn
 
 
-def offsets_to_flat(case: cases.Case, offsets: np.ndarray) -> np.ndarray:
+def offsets_to_flat(case: pooling.Case, offsets: np.ndarray) -> np.ndarray:
     """pool3d window offsets (case layout, rank 5) -> torch's flat spatial input index (NC(D)HW order)."""
-    attrs = cases.kernel_attrs(case)
+    attrs = pooling.kernel_attrs(case)
     k, s, p = attrs["kernel_size"], attrs["stride"], attrs["padding"]
     off = offsets.astype(np.int64)
     if case.channels_last:
@@ -85,17 +85,17 @@ def offsets_to_flat(case: cases.Case, offsets: np.ndarray) -> np.ndarray:
     return np.where(off.reshape(flat.shape) < 0, -1, flat)
 
 
-def floor_bytes(case: cases.Case, x_size: int, y_size: int) -> int:
+def floor_bytes(case: pooling.Case, x_size: int, y_size: int) -> int:
     """Read x; write y and its int16 indices."""
-    itemsize = cases.np_dtype(case.dtype).itemsize
+    itemsize = pooling.np_dtype(case.dtype).itemsize
     return x_size * itemsize + y_size * (itemsize + 2)
 
 
-def run_case(case: cases.Case, forward_call, *, repeats: int | None = None,
+def run_case(case: pooling.Case, forward_call, *, repeats: int | None = None,
              bandwidth_gb_s: float | None = None) -> dict:
-    x_np, _ = cases.inputs(case)
+    x_np, _ = pooling.inputs(case)
     x = jax.block_until_ready(jnp.asarray(x_np))
-    pool = cases.pool_fn(case)
+    pool = pooling.pool_fn(case)
     xla = jax.jit(pool).lower(x).compile()
     variants = {"xla": blocking(xla, x), "jax_call": jax_call(x.dtype)}
     y_ref = np.asarray(xla(x))
@@ -109,30 +109,30 @@ def run_case(case: cases.Case, forward_call, *, repeats: int | None = None,
         np.array_equal(np.asarray(inference(x)).view(np.uint8), y_ref.view(np.uint8)))
     pool3d_idx = None
     if forward_call is not None:
-        x5 = cases.as_rank5(x, case)
-        p3 = jax.jit(partial(forward_call, **cases.kernel_attrs(case))).lower(x5).compile()
+        x5 = pooling.as_rank5(x, case)
+        p3 = jax.jit(partial(forward_call, **pooling.kernel_attrs(case))).lower(x5).compile()
         variants["pool3d"] = blocking(p3, x5)
         y3, idx3 = p3(x5)
-        checks["pool3d_y_max_abs_diff_vs_xla"] = cases.max_abs_diff(np.asarray(y3).reshape(y_ref.shape), y_ref)
+        checks["pool3d_y_max_abs_diff_vs_xla"] = pooling.max_abs_diff(np.asarray(y3).reshape(y_ref.shape), y_ref)
         checks["pool3d_y_bit_identical_to_xla"] = bool(
             np.array_equal(np.asarray(y3).reshape(y_ref.shape).view(np.uint8), y_ref.view(np.uint8)))
         pool3d_idx = np.asarray(idx3)
         output_call = getattr(__import__("pool3d_pass.bindings.cpu", fromlist=["cpu"]), "max_pooling_3d_forward_output", None)
         if output_call is not None:
-            po = jax.jit(partial(output_call, **cases.kernel_attrs(case))).lower(x5).compile()
+            po = jax.jit(partial(output_call, **pooling.kernel_attrs(case))).lower(x5).compile()
             variants["pool3d_output"] = blocking(po, x5)
             yo = np.asarray(po(x5)).reshape(y_ref.shape)
             checks["pool3d_output_bit_identical_to_xla"] = bool(np.array_equal(yo.view(np.uint8), y_ref.view(np.uint8)))
             checks["pool3d_output_bit_identical_to_forward"] = bool(
                 np.array_equal(yo.view(np.uint8), np.asarray(y3).reshape(y_ref.shape).view(np.uint8)))
     if torch is not None:
-        tp = cases.TorchPool(case, torch)
+        tp = pooling.TorchPool(case, torch)
         xt = tp.tensor(x_np)
         variants["torch"] = lambda: tp.pool(xt)
         variants["torch_indices"] = lambda: tp.pool_with_indices(xt)
         yt, it = tp.pool_with_indices(xt)
-        checks["torch_y_max_abs_diff_vs_xla"] = cases.max_abs_diff(tp.to_numpy(tp.pool(xt)), y_ref)
-        checks["torch_indices_y_max_abs_diff_vs_xla"] = cases.max_abs_diff(tp.to_numpy(yt), y_ref)
+        checks["torch_y_max_abs_diff_vs_xla"] = pooling.max_abs_diff(tp.to_numpy(tp.pool(xt)), y_ref)
+        checks["torch_indices_y_max_abs_diff_vs_xla"] = pooling.max_abs_diff(tp.to_numpy(yt), y_ref)
         if pool3d_idx is not None:
             torch_flat = it.contiguous().numpy()  # NC(D)HW order (channels_last only changes strides)
             checks["pool3d_indices_match_torch"] = bool(np.array_equal(offsets_to_flat(case, pool3d_idx),
@@ -175,7 +175,7 @@ def run(quick: bool, bandwidth_gb_s: float | None = None, log=print) -> dict:
         torch.set_num_threads(os.cpu_count() or 1)
     forward_call = _forward_call()
     results = []
-    for case in cases.QUICK_CASES if quick else cases.FULL_CASES:
+    for case in pooling.QUICK_CASES if quick else pooling.FULL_CASES:
         log(f"  forward alone: {case.name}")
         results.append(run_case(case, forward_call, bandwidth_gb_s=bandwidth_gb_s))
     notes = []

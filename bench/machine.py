@@ -45,7 +45,7 @@ def describe() -> dict:
     except AttributeError:  # not Linux
         usable = os.cpu_count()
     return {
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "cpu_model": _cpu_model(),
         "cpu_count": os.cpu_count(),
         "cpus_usable": usable,

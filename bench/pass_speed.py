@@ -34,7 +34,7 @@ from jaxlib.mlir import ir, passmanager
 import pool3d_pass
 from bench import models
 from bench.timing import Stats, measure_one
-from pool3d_pass.ir_context import make_context
+from pool3d_pass.ir.context import make_context
 
 FULL = {"unet_input": (1, 1, 32, 32, 32), "unet_channels": (1, 8, 16, 32, 64),
         "blocks": 20, "scales": (1, 2, 5, 10), "repeats": 7, "unet_compile_repeats": 2,

@@ -51,8 +51,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bench import cases, rewritten
+from bench import rewritten
 from bench.timing import blocking, jax_call, measure
+from cases import pooling
 from pool3d_pass.bindings import cpu as cpu_binding
 
 try:
@@ -61,17 +62,17 @@ except ImportError:  # torch is optional: its columns are skipped
     torch = None
 
 # Kept for callers of the old module layout.
-Case, FULL_CASES, QUICK_CASES = cases.Case, cases.FULL_CASES, cases.QUICK_CASES
+Case, FULL_CASES, QUICK_CASES = pooling.Case, pooling.FULL_CASES, pooling.QUICK_CASES
 
 
 def _binding_call(name: str):
     return getattr(cpu_binding, name, None)
 
 
-def run_case(case: cases.Case, bandwidth_gb_s: float, *, repeats: int | None = None) -> dict:
+def run_case(case: pooling.Case, bandwidth_gb_s: float, *, repeats: int | None = None) -> dict:
     """Time one case every way and return its JSON record (ms figures and ratios)."""
-    x_np, g_np = cases.inputs(case)
-    pool = cases.pool_fn(case)
+    x_np, g_np = pooling.inputs(case)
+    pool = pooling.pool_fn(case)
 
     def grad(x, g):
         return jax.vjp(pool, x)[1](g)[0]
@@ -80,8 +81,8 @@ def run_case(case: cases.Case, bandwidth_gb_s: float, *, repeats: int | None = N
     y = jax.block_until_ready(jax.jit(pool)(x))
 
     xla, rew, counts = rewritten.compile_both(grad, x, g)
-    attrs = cases.kernel_attrs(case)
-    g5, x5, y5 = cases.as_rank5(g, case), cases.as_rank5(x, case), cases.as_rank5(y, case)
+    attrs = pooling.kernel_attrs(case)
+    g5, x5, y5 = pooling.as_rank5(g, case), pooling.as_rank5(x, case), pooling.as_rank5(y, case)
     kern = jax.jit(partial(cpu_binding.max_pooling_3d_backward, **attrs))
 
     variants = {
@@ -103,7 +104,7 @@ def run_case(case: cases.Case, bandwidth_gb_s: float, *, repeats: int | None = N
             variants[name] = blocking(fn, *args)
     torch_run = None
     if torch is not None:
-        tp = cases.TorchPool(case, torch)
+        tp = pooling.TorchPool(case, torch)
         xt, gt = tp.tensor(x_np), tp.tensor(g_np)
         _, idx_t = tp.pool_with_indices(xt)
 
@@ -117,18 +118,18 @@ def run_case(case: cases.Case, bandwidth_gb_s: float, *, repeats: int | None = N
     # Results first (this also compiles the kernels and warms torch), then the interleaved timing.
     dx_xla = np.asarray(xla(x, g))
     checks = {
-        "rewritten_max_abs_diff_vs_xla": cases.max_abs_diff(rew(x, g), dx_xla),
-        "kernel_max_abs_diff_vs_xla": cases.max_abs_diff(np.asarray(kern(g5, x5, y5)).reshape(dx_xla.shape), dx_xla),
+        "rewritten_max_abs_diff_vs_xla": pooling.max_abs_diff(rew(x, g), dx_xla),
+        "kernel_max_abs_diff_vs_xla": pooling.max_abs_diff(np.asarray(kern(g5, x5, y5)).reshape(dx_xla.shape), dx_xla),
     }
     for name, (fn, args) in layer.items():
-        checks[f"{name}_max_abs_diff_vs_xla"] = cases.max_abs_diff(np.asarray(fn(*args)).reshape(dx_xla.shape),
+        checks[f"{name}_max_abs_diff_vs_xla"] = pooling.max_abs_diff(np.asarray(fn(*args)).reshape(dx_xla.shape),
                                                                     dx_xla)
     if torch_run is not None:
-        checks["torch_max_abs_diff_vs_xla"] = cases.max_abs_diff(tp.to_numpy(torch_run()), dx_xla)
+        checks["torch_max_abs_diff_vs_xla"] = pooling.max_abs_diff(tp.to_numpy(torch_run()), dx_xla)
 
     stats = measure(variants, repeats=repeats or case.repeats, warmup=1)
 
-    itemsize = cases.np_dtype(case.dtype).itemsize
+    itemsize = pooling.np_dtype(case.dtype).itemsize
     floor_bytes = (2 * x_np.size + 2 * g_np.size) * itemsize  # read x, y, g; write dx
     floor_ms = floor_bytes / (bandwidth_gb_s * 1e9) * 1e3
     # from_indices' own job: read g and its int16 indices; write dx
@@ -159,7 +160,7 @@ def run_case(case: cases.Case, bandwidth_gb_s: float, *, repeats: int | None = N
         return out
 
     return {
-        **cases.describe(case, repeats or case.repeats),
+        **pooling.describe(case, repeats or case.repeats),
         "ms": dict(stats),
         "floor_bytes": int(floor_bytes),
         "floor_ms": floor_ms,
@@ -180,7 +181,7 @@ def run(quick: bool, bandwidth_gb_s: float, log=print) -> dict:
     if torch is not None:
         torch.set_num_threads(os.cpu_count() or 1)
     results = []
-    for case in cases.QUICK_CASES if quick else cases.FULL_CASES:
+    for case in pooling.QUICK_CASES if quick else pooling.FULL_CASES:
         log(f"  kernels alone: {case.name}")
         results.append(run_case(case, bandwidth_gb_s))
     return {

@@ -38,13 +38,17 @@ docs/benchmarks.md.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import sys
 import time
 
 DEFAULT_JSON = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "latest.json")
-SECTIONS = ("user", "forward", "pool", "train", "pass", "flax")
+# Each section, in the order they run: the bench module that runs it (its key in the JSON), and whether
+# its layers are timed against the machine's copy floor (measured once, for all of them).
+SECTIONS = {"user": ("user_view", True), "forward": ("forward", True), "pool": ("pool_backward", True),
+            "train": ("train_step", False), "pass": ("pass_speed", False), "flax": ("flax_c3d", False)}
 QUICK_SECTIONS = ("user", "train")
 
 
@@ -77,7 +81,7 @@ def main(argv=None) -> int:
     only = [s.strip() for s in (args.only or ",".join(default)).split(",") if s.strip()]
     unknown = set(only) - set(SECTIONS)
     if unknown:
-        parser.error(f"unknown sections {sorted(unknown)}; choose from {SECTIONS}")
+        parser.error(f"unknown sections {sorted(unknown)}; choose from {tuple(SECTIONS)}")
 
     if args.wait_load is not None:
         deadline = time.monotonic() + args.wait_max_s
@@ -96,44 +100,14 @@ def main(argv=None) -> int:
     section_s = result["section_wall_s"] = {}
     progress = _log  # every case as it goes (stderr); the tables come at the end (stdout)
     bandwidth = None
-    if {"user", "forward", "pool"} & set(only):  # the floor of these sections, measured once
+    if any(SECTIONS[section][1] for section in only):  # the floor, measured once
         bandwidth = result["copy_bandwidth"] = timing.copy_bandwidth(repeats=3 if args.quick else 5)
-    if "user" in only:
-        t0 = time.perf_counter()
-        from bench import user_view
-
-        result["user_view"] = user_view.run(args.quick, bandwidth["gb_per_s"], log=progress)
-        section_s["user"] = time.perf_counter() - t0
-    if "forward" in only:
-        t0 = time.perf_counter()
-        from bench import forward
-
-        result["forward"] = forward.run(args.quick, bandwidth["gb_per_s"], log=progress)
-        section_s["forward"] = time.perf_counter() - t0
-    if "pool" in only:
-        t0 = time.perf_counter()
-        from bench import pool_backward
-
-        result["pool_backward"] = pool_backward.run(args.quick, bandwidth["gb_per_s"], log=progress)
-        section_s["pool"] = time.perf_counter() - t0
-    if "train" in only:
-        t0 = time.perf_counter()
-        from bench import train_step
-
-        result["train_step"] = train_step.run(args.quick, log=progress)
-        section_s["train"] = time.perf_counter() - t0
-    if "pass" in only:
-        t0 = time.perf_counter()
-        from bench import pass_speed
-
-        result["pass_speed"] = pass_speed.run(args.quick, log=progress)
-        section_s["pass"] = time.perf_counter() - t0
-    if "flax" in only:
-        t0 = time.perf_counter()
-        from bench import flax_c3d
-
-        result["flax_c3d"] = flax_c3d.run(args.quick, log=progress)
-        section_s["flax"] = time.perf_counter() - t0
+    for section, (module, against_the_floor) in SECTIONS.items():  # each module imported when it runs
+        if section in only:
+            t0 = time.perf_counter()
+            floor = (bandwidth["gb_per_s"],) if against_the_floor else ()
+            result[module] = importlib.import_module(f"bench.{module}").run(args.quick, *floor, log=progress)
+            section_s[section] = time.perf_counter() - t0
 
     result["wall_s"] = time.perf_counter() - started
     result["load_average"]["end"] = [round(v, 2) for v in os.getloadavg()]

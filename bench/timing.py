@@ -36,7 +36,7 @@ class Stats(dict):
     """Timing of one variant: min_ms, median_ms, runs_ms (a JSON-ready dict)."""
 
     @classmethod
-    def from_seconds(cls, seconds: list[float]) -> "Stats":
+    def from_seconds(cls, seconds: list[float]) -> Stats:
         ms = [s * 1e3 for s in seconds]
         return cls(min_ms=min(ms), median_ms=statistics.median(ms), runs_ms=[round(m, 4) for m in ms])
 

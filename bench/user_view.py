@@ -57,18 +57,19 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bench import cases, rewritten
+from bench import rewritten
 from bench.timing import blocking, jax_call, measure
+from cases import pooling
 
 try:
     import torch
 except ImportError:  # torch is optional: its columns are skipped
     torch = None
 
-JOBS = cases.JOBS
+JOBS = pooling.JOBS
 
 
-def _torch_job(job: str, tp: "cases.TorchPool", x, g):
+def _torch_job(job: str, tp: pooling.TorchPool, x, g):
     if job == "gradient only":
         def run():
             _, idx = tp.pool_with_indices(x)
@@ -90,9 +91,9 @@ def floor_bytes(job: str, x_np, g_np) -> int:
     return int((x_np.size + g_np.size + outputs) * x_np.dtype.itemsize)
 
 
-def run_job(case: cases.Case, job: str, x, g, x_np, g_np, *, repeats: int,
+def run_job(case: pooling.Case, job: str, x, g, x_np, g_np, *, repeats: int,
             bandwidth_gb_s: float | None = None) -> dict:
-    fun = cases.jax_job(job, cases.pool_fn(case))
+    fun = pooling.jax_job(job, pooling.pool_fn(case))
     xla = rewritten.compile_plain(fun, x, g)
     pool3d = rewritten.compile_rewritten(fun, x, g)
     counts = {"xla": rewritten.census(xla), "pool3d": rewritten.census(pool3d)}
@@ -108,7 +109,7 @@ def run_job(case: cases.Case, job: str, x, g, x_np, g_np, *, repeats: int,
     variants["jax_call"] = jax_call(x.dtype)
     torch_run = None
     if torch is not None:
-        tp = cases.TorchPool(case, torch)
+        tp = pooling.TorchPool(case, torch)
         torch_run = _torch_job(job, tp, tp.tensor(x_np), tp.tensor(g_np))
         variants["torch"] = torch_run
 
@@ -120,10 +121,10 @@ def run_job(case: cases.Case, job: str, x, g, x_np, g_np, *, repeats: int,
         if name == "xla":
             continue
         for out_name, a, b in zip(names, _as_tuple(p(x, g)), ref):
-            checks[f"{name}_{out_name}_max_abs_diff_vs_xla"] = cases.max_abs_diff(a, b)
+            checks[f"{name}_{out_name}_max_abs_diff_vs_xla"] = pooling.max_abs_diff(a, b)
     if torch_run is not None:
         for out_name, a, b in zip(names, _as_tuple(torch_run()), ref):
-            checks[f"torch_{out_name}_max_abs_diff_vs_xla"] = cases.max_abs_diff(tp.to_numpy(a), b)
+            checks[f"torch_{out_name}_max_abs_diff_vs_xla"] = pooling.max_abs_diff(tp.to_numpy(a), b)
 
     stats = measure(variants, repeats=repeats, warmup=1)
     floor_ms = None if not bandwidth_gb_s else floor_bytes(job, x_np, g_np) / (bandwidth_gb_s * 1e9) * 1e3
@@ -156,13 +157,13 @@ def run_job(case: cases.Case, job: str, x, g, x_np, g_np, *, repeats: int,
     }
 
 
-def run_case(case: cases.Case, *, repeats: int | None = None, bandwidth_gb_s: float | None = None) -> dict:
-    x_np, g_np = cases.inputs(case)
+def run_case(case: pooling.Case, *, repeats: int | None = None, bandwidth_gb_s: float | None = None) -> dict:
+    x_np, g_np = pooling.inputs(case)
     x, g = jax.block_until_ready((jnp.asarray(x_np), jnp.asarray(g_np)))
     jobs = [run_job(case, job, x, g, x_np, g_np, repeats=repeats or case.repeats, bandwidth_gb_s=bandwidth_gb_s)
             for job in JOBS]
     return {
-        **cases.describe(case, repeats or case.repeats),
+        **pooling.describe(case, repeats or case.repeats),
         "jobs": jobs,
     }
 
@@ -171,7 +172,7 @@ def run(quick: bool, bandwidth_gb_s: float | None = None, log=print) -> dict:
     if torch is not None:
         torch.set_num_threads(os.cpu_count() or 1)
     results = []
-    for case in cases.QUICK_TABLE_CASES if quick else cases.FULL_CASES:
+    for case in pooling.QUICK_TABLE_CASES if quick else pooling.FULL_CASES:
         log(f"  user view: {case.name}")
         results.append(run_case(case, bandwidth_gb_s=bandwidth_gb_s))
     return {

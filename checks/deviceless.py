@@ -126,9 +126,9 @@ def replicated_on(devices):
 
 
 def compile_spatial_step(gpus: int, layout: str, window: str) -> dict:
-    """A depth-sharded training step (tests/support/spatial_cases_table.py) compiled for `gpus` H200s by
+    """A depth-sharded training step (cases/spatial.py) compiled for `gpus` H200s by
     plain jax.jit and through pool3d_pass.jit (strategy indices): the collectives and bytes between GPUs of
-    each (tests/support/compiled_hlo.py), the rewritten one's kernel calls, and its problems: no kernel of
+    each (oracles/compiled_hlo.py), the rewritten one's kernel calls, and its problems: no kernel of
     the gpu binding, a scatter left, more bytes than XLA's, or, windows aligned with the shards (k2 s2),
     other bytes than XLA's convolutions move."""
     import time
@@ -139,8 +139,8 @@ def compile_spatial_step(gpus: int, layout: str, window: str) -> dict:
     from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
     import pool3d_pass
-    from tests.support.compiled_hlo import collectives, kernel_calls, total_bytes
-    from tests.support.spatial_cases_table import conv_pool_step, step_shapes
+    from cases.spatial import conv_pool_step, step_shapes
+    from oracles.compiled_hlo import collectives, kernel_calls, total_bytes
 
     mesh = Mesh(np.array(h200_devices(gpus)), ("d",))
     step, split = conv_pool_step(layout, window, mesh)

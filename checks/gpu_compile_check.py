@@ -4,7 +4,7 @@
 
 (`make gpu-compile-check` makes .venv-gpu-cuda13: JAX, jax-cuda13-plugin/-pjrt of
 the same version, the CUDA 13 nvcc wheel; checks/deviceless.py.) For every bench case
-(bench/cases.py), both jobs (forward + gradient, gradient only) and both
+(cases/pooling.py), both jobs (forward + gradient, gradient only) and both
 explicit strategies (indices, recompute: the gpu binding is opt-in), the job
 goes through `pool3d_pass.jit` lowered for a compile-only H200
 (`jax.experimental.topologies`) and is compiled by XLA:GPU down to ptxas for
@@ -14,12 +14,12 @@ ptxas compiled each expected Pallas kernel with no register spills.
 
 Then spatially sharded programs for 4 and 8 H200s: two training steps
 (3x3x3 convolution, ReLU, max pool, loss; batch 2, depth 32 split over the
-GPUs, strategy indices; tests/support/spatial_cases_table.py), NCDHW k2 s2
+GPUs, strategy indices; cases/spatial.py), NCDHW k2 s2
 (windows aligned with the shards) and NDHWC k3 s2 p1 (windows straddling),
 compiled by plain `jax.jit` and through `pool3d_pass.jit`. Checked per
 program: the rewritten one holds the binding's kernels and no scatter, and
 moves no more bytes between GPUs than XLA's (the collectives' results per
-GPU, tests/support/compiled_hlo.py); the aligned one exactly what XLA's
+GPU, oracles/compiled_hlo.py); the aligned one exactly what XLA's
 convolutions move. Prints a table (registers, spills per kernel; collectives
 and bytes, XLA's and the rewrite's) and writes JSON; exits 1 on a failure.
 """
@@ -81,14 +81,14 @@ def compile_one(case, job: str, strategy: str, sharding) -> dict:
     import jax.numpy as jnp
 
     import pool3d_pass
-    from bench import cases
+    from cases import pooling
 
-    dtype = jnp.dtype(cases.np_dtype(case.dtype))
+    dtype = jnp.dtype(pooling.np_dtype(case.dtype))
     x = jax.ShapeDtypeStruct(case.shape, dtype, sharding=sharding)
     g = jax.ShapeDtypeStruct(case.out_shape(), dtype, sharding=sharding)
     start = time.perf_counter()
     with captured_stderr() as log:
-        compiled = pool3d_pass.jit(cases.jax_job(job, cases.pool_fn(case)), strategy=strategy).lower(x, g).compile()
+        compiled = pool3d_pass.jit(pooling.jax_job(job, pooling.pool_fn(case)), strategy=strategy).lower(x, g).compile()
     seconds = time.perf_counter() - start
     hlo = compiled.as_text()
     ptxas = deviceless.parse_ptxas(log[0])
@@ -120,7 +120,7 @@ def _spelled(found: dict) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m checks.gpu_compile_check", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="bench/cases.py QUICK_CASES instead of FULL_CASES")
+    parser.add_argument("--quick", action="store_true", help="cases/pooling.py's QUICK_CASES instead of FULL_CASES")
     parser.add_argument("--spatial-only", action="store_true", help="only the spatially sharded programs")
     parser.add_argument("--json", type=Path, default=ROOT / "build" / "gpu_compile_check.json")
     args = parser.parse_args(argv)
@@ -131,11 +131,11 @@ def main(argv=None) -> int:
         return 2
     import jax
 
-    from bench import cases
+    from cases import pooling
 
     sharding = deviceless.replicated_on(deviceless.h200_devices())
     rows = []
-    for case in [] if args.spatial_only else cases.QUICK_CASES if args.quick else cases.FULL_CASES:
+    for case in [] if args.spatial_only else pooling.QUICK_CASES if args.quick else pooling.FULL_CASES:
         for job in JOBS:
             for strategy in STRATEGIES:
                 rows.append(compile_one(case, job, strategy, sharding))

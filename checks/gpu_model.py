@@ -181,7 +181,7 @@ def _triple(text: str | None) -> tuple[int, int, int]:
 
 
 def parse_case(name: str) -> dict:
-    """Layout, dtype, shape and window of a bench case name (bench/cases.py's Case.name: uniform padding)."""
+    """Layout, dtype, shape and window of a bench case name (cases/pooling.py's Case.name: uniform padding)."""
     m = _CASE.match(name)
     if m is None:
         raise ValueError(f"not a rank-5 bench case name: {name!r}")
@@ -227,7 +227,7 @@ def load_rows(path: str) -> list[Row]:
 
 def floor_bytes(job: str, n: int, m: int, itemsize: int) -> int:
     """The bench's byte floor of a job: gradient only reads x and g and writes dx; forward + gradient also
-    writes y and reads g; inference reads x and writes y (bench/cases.py's floors)."""
+    writes y and reads g; inference reads x and writes y (cases/pooling.py's floors)."""
     return {"gradient only": 2 * n * itemsize + m * itemsize, "forward + gradient": 2 * n * itemsize + 2 * m * itemsize,
             "inference": n * itemsize + m * itemsize}[job]
 
@@ -495,7 +495,7 @@ def trips(role: Role, row: Row, args: dict) -> dict[int, float]:
 def _axis_counts(role: Role, n: int, n_out: int, k: int, s: int, p: int):
     """Per position along one axis: a gather's covering windows (input positions), else a window's real taps
     (output positions)."""
-    import numpy as np  # noqa: PLC0415  (only here and in warp_classes)
+    import numpy as np  # only here and in warp_classes
 
     if role.kind == "gather":
         q = np.arange(n) + p
@@ -509,7 +509,7 @@ def _axis_counts(role: Role, n: int, n_out: int, k: int, s: int, p: int):
 def generic_trips(role: Role, row: Row, lanes: int) -> float:
     """A Generic unit's batches (generic_units.h), averaged over warps: 32 consecutive units (launch_plan.h's
     decoding: channel blocks innermost in NDHWC, W in NCDHW) run the trips of their busiest unit."""
-    import numpy as np  # noqa: PLC0415
+    import numpy as np  # only in the model functions that need it
 
     batch = generic_batch()
     counts = [_axis_counts(role, n, n_out, k, s, p) for n, n_out, k, s, p in
@@ -549,7 +549,7 @@ def warp_classes(role: Role, row: Row, args: dict, kernel) -> dict[frozenset, fl
     """
     if not set(BODY_TAGS) <= set(kernel.tag_set) or role.kind not in ("window", "fused"):
         return {frozenset(): 1.0}
-    import numpy as np  # noqa: PLC0415  (only here: the rest of the model needs no numpy)
+    import numpy as np  # only here: the rest of the model needs no numpy
 
     V = args["V"]
     (kD, kH, kW), (sD, sH, sW), (pD, pH, pW) = row.kernel, row.stride, row.padding
@@ -722,7 +722,7 @@ def _key(allowed, loop_trips) -> str:
 @dataclasses.dataclass
 class RecordedKernel:
     """A kernel as the model read it: its name, registers, unroll, tags and the path costs it was asked for
-    (so a past tree's kernels can be modelled after their code changed: tests/bindings/gpu/fixtures)."""
+    (so a past tree's kernels can be modelled after their code changed: tests/checks/model_fixtures)."""
 
     name: str
     registers: int | None

@@ -15,7 +15,7 @@ global), so each library runs in child processes of its own
 (`POOL3D_KERNEL_LIBRARY`, as `make sanitize` uses it), alternating A, B, A,
 B, ... for `--rounds` rounds. A child times the four layer calls of
 docs/contract.md (forward, forward_output, from_indices, from_input) on the
-bench shapes (bench/cases.FULL_CASES, or the indices `--cases` names), each
+bench shapes (cases/pooling.py's FULL_CASES, or the indices `--cases` names), each
 call after the settle step (cold caches), best of `--repeats`, and hashes
 every result. The parent prints, per case and call, each library's best over
 all its processes, the ratio, and each library's *spread*: the largest over
@@ -46,18 +46,17 @@ def child(case_indices: list[int], repeats: int) -> dict:
     import jax.numpy as jnp
     import numpy as np
 
-    from bench import cases
     from bench.timing import settle
-
+    from cases import pooling
     from pool3d_pass.bindings import cpu
 
     cpu.register()
     out = {}
     for i in case_indices:
-        case = cases.FULL_CASES[i]
-        x_np, g_np = cases.inputs(case)
-        attrs = cases.kernel_attrs(case)
-        x5, g5 = cases.as_rank5(jnp.asarray(x_np), case), cases.as_rank5(jnp.asarray(g_np), case)
+        case = pooling.FULL_CASES[i]
+        x_np, g_np = pooling.inputs(case)
+        attrs = pooling.kernel_attrs(case)
+        x5, g5 = pooling.as_rank5(jnp.asarray(x_np), case), pooling.as_rank5(jnp.asarray(g_np), case)
         forward = jax.jit(partial(cpu.max_pooling_3d_forward, **attrs))
         _, idx5 = jax.block_until_ready(forward(x5))
         calls = {
@@ -131,16 +130,16 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m checks.kernel_ab", description=__doc__.split("\n\n")[0])
     ap.add_argument("--lib", action="append", default=[],
                     help="a built _kernel library; give two or more, labelled A, B, ... in order")
-    ap.add_argument("--cases", help="comma-separated indices into bench/cases.FULL_CASES (default: all)")
+    ap.add_argument("--cases", help="comma-separated indices into cases/pooling.py's FULL_CASES (default: all)")
     ap.add_argument("--rounds", type=int, default=3, help="processes per library, alternating")
     ap.add_argument("--repeats", type=int, default=20, help="timed calls per call and process")
     ap.add_argument("--json", help="also write the summary here")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
 
-    from bench import cases
+    from cases import pooling
 
-    indices = [int(i) for i in args.cases.split(",")] if args.cases else list(range(len(cases.FULL_CASES)))
+    indices = [int(i) for i in args.cases.split(",")] if args.cases else list(range(len(pooling.FULL_CASES)))
     if args.child:
         print(json.dumps(child(indices, args.repeats)))
         return 0

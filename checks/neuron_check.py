@@ -2,22 +2,22 @@
 
 Run from the repository root in the Neuron SDK's JAX environment (docs/neuron.md):
 
-    make neuron-check                       # PYTHONPATH=.:tests/support python3 -m checks.neuron_check
-    PYTHONPATH=.:tests/support python3 -m checks.neuron_check --dry-run   # the same steps on XLA:CPU, reference binding
+    make neuron-check                       # python3 -m checks.neuron_check
+    python3 -m checks.neuron_check --dry-run   # the same steps on XLA:CPU, reference binding
 
-It reuses the test suite's helpers (tests/support/, imported by their names as the tests
-import them: hence tests/support on PYTHONPATH) and the transcription test's input draw
-and deviation rule (tests/bindings/neuron/test_neuron_transcription.py).
+Its cases and oracles are the tests' (cases/, oracles/): the fixtures and the
+bench's quick cases, the kernel's numpy transcription, and the neuron
+binding's deviation rule and input draw (oracles/neuron_deviations.py).
 
 1. Layers. Every backward call the pass makes of the fixtures and of the bench's
    quick cases (their shape, dtype, kernel_size, stride, padding and layout, read
    from the neutral calls of a recompute rewrite) runs through the neuron binding
    on the device, i.e. the NKI kernel, twice: tie-heavy finite inputs, and inputs
    with NaN, +-inf and -0 in the input and the gradient. Each result is held
-   against the numpy transcription of the kernel (`nki_max_pool_backward_numpy.py`:
+   against the numpy transcription of the kernel (`oracles/nki_max_pool_backward_numpy.py`:
    the same values and zero signs expected) and against the contract's float64
    reference (only the deviations docs/contract.md lists for the neuron binding:
-   `classify` of tests/bindings/neuron/test_neuron_transcription.py).
+   `classify` of oracles/neuron_deviations.py).
 2. Programs. Every fixture and bench quick case (gradient only), original
    (neuronx-cc's select_and_scatter) and rewritten for neuron, runs on the device; both against the program rewritten
    with the reference binding on XLA:CPU (the contract, executed).
@@ -99,8 +99,8 @@ def backward_calls(text: str) -> list[dict]:
 
 
 def layer_inputs(call: dict, specials: bool, seed: int):
-    """(x, g, y, reference, geometry) in NCDHW, as tests/bindings/neuron/test_neuron_transcription.py draws them."""
-    from tests.bindings.neuron.test_neuron_transcription import inputs
+    """(x, g, y, reference, geometry) in NCDHW, as the transcription test draws them (oracles/neuron_deviations.py)."""
+    from oracles.neuron_deviations import inputs
 
     shape = call["input_shape"]
     ncdhw = shape if call["data_format"] == "NCDHW" else (shape[0], shape[4], *shape[1:4])
@@ -113,8 +113,9 @@ def layer_inputs(call: dict, specials: bool, seed: int):
 def check_layer(call: dict, device, binding_function, dry_run: bool, repeats: int) -> dict:
     import jax
     import numpy as np
-    from nki_max_pool_backward_numpy import max_pooling_3d_backward as transcription
-    from tests.bindings.neuron.test_neuron_transcription import classify
+
+    from oracles.neuron_deviations import classify
+    from oracles.nki_max_pool_backward_numpy import max_pooling_3d_backward as transcription
 
     layout = call["data_format"]
     to_layout = (lambda a: np.moveaxis(a, 1, -1)) if layout == "NDHWC" else (lambda a: a)
@@ -193,9 +194,9 @@ def run_program(text: str, arguments, client, device, repeats: int = 0):
 def check_program(name: str, text: str, arguments, client, device, dry_run: bool, repeats: int) -> dict:
     """One program, original and rewritten, on the device, against the contract executed on XLA:CPU."""
     import numpy as np
-    from xla_runner import run_stablehlo
 
     import pool3d_pass
+    from oracles.xla_runner import run_stablehlo
 
     rewritten, report = pool3d_pass.rewrite_text(text, target="reference" if dry_run else "neuron")
     contract, _ = pool3d_pass.rewrite_text(text, target="reference")
@@ -216,8 +217,9 @@ def check_program(name: str, text: str, arguments, client, device, dry_run: bool
 def programs_to_run(entries, platform: str, bench_cases: int | None = None) -> list[tuple[str, str, list]]:
     """(name, text, arguments): the fixtures, and the bench's quick cases (gradient only) lowered for `platform`."""
     import jax
-    from bench.cases import JOBS, QUICK_CASES, inputs, jax_job, np_dtype, pool_fn
-    from corpus import fixture_text, tie_heavy_inputs
+
+    from cases.fixtures import fixture_text, tie_heavy_inputs
+    from cases.pooling import JOBS, QUICK_CASES, inputs, jax_job, np_dtype, pool_fn
 
     programs = [(entry["name"], fixture_text(entry["name"]), tie_heavy_inputs(entry)) for entry in entries]
     for case in QUICK_CASES[:bench_cases]:
@@ -242,9 +244,9 @@ def main(argv=None) -> int:
         print(f"neuron-check skipped: no Neuron device/SDK ({reason})")
         return 0
 
-    from corpus import ENTRIES
     from jax.extend import backend
 
+    from cases.fixtures import ENTRIES
     from pool3d_pass.bindings import registry
 
     platform = "cpu" if args.dry_run else "neuron"

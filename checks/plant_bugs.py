@@ -114,8 +114,8 @@ PLANTS = (
     Plant(
         name="cuda-never-takes-int64-offsets",
         path="pool3d_pass/bindings/gpu/cuda/launch_plan.h",
-        find="  if (biggest >= o.narrow_limit || o.wide) {\n",
-        replace="  if (o.wide) {\n",
+        find="  const bool wide = biggest >= o.narrow_limit || o.wide;\n",
+        replace="  const bool wide = o.wide;\n",
         tests=("tests/bindings/gpu/test_cuda_elements.py::test_offset_width_at_the_int32_boundary",),
         bug="planes of 2^31 elements or more keep int32 offsets (they overflow)",
     ),

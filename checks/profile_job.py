@@ -5,7 +5,7 @@
     perf report -i /tmp/p.data --stdio --no-children --sort dso,sym | head -60
     python -m checks.profile_job --case 0 --job both --hlo      # the entry computation XLA compiled
 
---case indexes bench/cases.FULL_CASES (QUICK_CASES with --quick); --job is
+--case indexes cases/pooling.py's FULL_CASES (QUICK_CASES with --quick); --job is
 "gradient" (gradient only) or "both" (forward + gradient); --variant is
 "pool3d" (pool3d_pass.jit), "recompute" (forced), "xla" (jax.jit) or "torch".
 Compiles first (outside the loop), then calls the program back to back for
@@ -41,20 +41,21 @@ def main(argv=None) -> int:
     import jax
     import jax.numpy as jnp
 
-    from bench import cases, rewritten, user_view
+    from bench import rewritten, user_view
+    from cases import pooling
 
-    case = (cases.QUICK_CASES if args.quick else cases.FULL_CASES)[args.case]
+    case = (pooling.QUICK_CASES if args.quick else pooling.FULL_CASES)[args.case]
     job = user_view.JOBS[0 if args.job == "gradient" else 1]
-    x_np, g_np = cases.inputs(case)
+    x_np, g_np = pooling.inputs(case)
     if args.variant == "torch":
         import torch
 
         torch.set_num_threads(os.cpu_count() or 1)
-        tp = cases.TorchPool(case, torch)
+        tp = pooling.TorchPool(case, torch)
         call = user_view._torch_job(job, tp, tp.tensor(x_np), tp.tensor(g_np))
     else:
         x, g = jax.block_until_ready((jnp.asarray(x_np), jnp.asarray(g_np)))
-        fun = cases.jax_job(job, cases.pool_fn(case))
+        fun = pooling.jax_job(job, pooling.pool_fn(case))
         if args.variant == "xla":
             program = rewritten.compile_plain(fun, x, g)
         else:

@@ -366,7 +366,7 @@ class Function:
             raise ValueError(f"path: one of heaviest, lightest, every, not {path!r}")
         return self._path(trips or {}, path, None)[0]
 
-    def path_cost(self, allowed: frozenset | set = frozenset(), trips: dict[int, float] | None = None) -> "PathCost":
+    def path_cost(self, allowed: frozenset | set = frozenset(), trips: dict[int, float] | None = None) -> PathCost:
         """What one main-loop iteration issues and waits for along the path a unit of tags `allowed` takes.
 
         An instruction counts where its model tags (`Instruction.tags`, from the
@@ -447,7 +447,7 @@ class Function:
         best: list[collections.Counter | None] = [None] * len(nodes)
         prev: list[int | None] = [None] * len(nodes)
         best[0] = nodes[0][2]
-        for n, (lo, hi, w) in enumerate(nodes):
+        for n, (_lo, hi, _w) in enumerate(nodes):
             if best[n] is None:
                 continue
             for succ in self._successors(hi, node_of, n, nodes):
@@ -699,7 +699,7 @@ def command(nvcc: str, ffi_include_dir: str, source: str, output: str) -> list[s
 
 
 def ffi_include_dir() -> str:
-    import jax  # noqa: PLC0415  (only here: parsing needs no JAX)
+    import jax  # only here: parsing needs no JAX
 
     return jax.ffi.include_dir()
 
@@ -736,7 +736,7 @@ def dump(cubin: str) -> str:
 def fresh_library() -> str | None:
     """The package's built CUDA library where it is newer than every file it is built from (its sm_90a SASS
     is then the sources' own), else None."""
-    from pool3d_pass.bindings.gpu.cuda import library as cuda_library  # noqa: PLC0415
+    from pool3d_pass.bindings.gpu.cuda import library as cuda_library
 
     path = cuda_library.library_path()
     if not os.path.isfile(path):

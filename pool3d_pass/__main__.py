@@ -61,7 +61,7 @@ def cpu_line() -> str:
         module = registration.load_kernel_module()
         module.handlers()
         return f"CPU kernels: built, loaded ({module.__file__})"
-    except Exception as error:  # noqa: BLE001
+    except Exception as error:  # noqa: BLE001 - a report line, never a crash
         return f"CPU kernels: not usable ({_first_line(error)})"
 
 
@@ -82,7 +82,7 @@ def cuda_line() -> str:
                 f"{'(not recorded)' if built is None else cuda_library.release(built)}, "
                 + ("no NVIDIA driver here" if driver is None
                    else f"this NVIDIA driver supports CUDA {cuda_library.release(driver)}"))
-    except Exception as error:  # noqa: BLE001
+    except Exception as error:  # noqa: BLE001 - a report line, never a crash
         return f"CUDA kernels: not checked ({_first_line(error)})"
 
 
@@ -90,7 +90,7 @@ def pallas_line() -> str:
     try:
         importlib.import_module("jax.experimental.pallas.triton")
         return "Pallas: importable (jax.experimental.pallas.triton: the gpu binding's Pallas kernels)"
-    except Exception as error:  # noqa: BLE001
+    except Exception as error:  # noqa: BLE001 - a report line, never a crash
         return f"Pallas: not importable ({_first_line(error)})"
 
 
@@ -99,7 +99,7 @@ def neuron_line() -> str:
         from pool3d_pass.bindings.neuron import sdk
 
         found = sdk.problems()
-    except Exception as error:  # noqa: BLE001
+    except Exception as error:  # noqa: BLE001 - a report line, never a crash
         return f"Neuron SDK: not checked ({_first_line(error)})"
     if not found:
         return "Neuron SDK: importable (nki and nkilib: the neuron binding's kernel)"

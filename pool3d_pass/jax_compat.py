@@ -46,17 +46,26 @@ The MLIR part needs only jaxlib; the JAX part imports jax lazily.
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import inspect
 import re
 
 try:
     from jaxlib.mlir import ir
-except ImportError:  # reported by ir_context.check_mlir_api, naming what is missing
+except ImportError:  # reported by ir.context.check_mlir_api, naming what is missing
     ir = None
 
 #: The range pyproject.toml declares and CI tests: [minimum, first unsupported).
 SUPPORTED_RANGE = ("0.9.0", "0.13")
 TESTED_VERSIONS = ("0.9.0", "0.10.2", "0.11.2", "0.12.0.1", "0.12.1")
+
+
+def installed_version(distribution: str) -> str | None:
+    """An installed distribution's version, read from its metadata without importing it; None if absent."""
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
 def parse_version(text: str) -> tuple[int, ...]:

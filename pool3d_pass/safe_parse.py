@@ -73,7 +73,7 @@ _NEXT = re.compile(r'["/\-<>\[\]{}()\n#!]')
 _STRING = re.compile(r'"(?:[^"\\\n]|\\[^\n])*"?')  # MLIR ends an unterminated string at the newline
 _ALIAS = re.compile(r"[#!][A-Za-z_][A-Za-z0-9_$.]*")  # alias definition or use, or a dialect name
 # Found in the whole text, then kept only outside strings and comments.
-_DIGIT_RUN = re.compile(r"[0-9]{%d,}" % (MAX_DIGITS + 1))
+_DIGIT_RUN = re.compile(r"[0-9]{" + str(MAX_DIGITS + 1) + ",}")
 _WIDE_INT = re.compile(r"(?<![A-Za-z0-9_$.%^@#!?])(?:[0-9?]*x)*([su]?i)([0-9]{"
                        + str(len(str(MAX_INT_WIDTH))) + r",})(?![A-Za-z0-9_$.])")
 _WIDE_HINT = re.compile(r"i[0-9]{" + str(len(str(MAX_INT_WIDTH))) + "}")

@@ -23,17 +23,21 @@ def pool(x, k, s, p):
                              ((0, 0), (p, p), (p, p), (p, p), (0, 0)))
 
 
+def programs(k: int, s: int, p: int) -> dict:
+    """The two programs checked for one window: a bare gradient, and a forward with its gradient."""
+    return {
+        "gradient": jax.grad(lambda v: jnp.sum(pool(v, k, s, p) ** 2)),
+        "forward + gradient": lambda v: jax.vjp(lambda u: pool(u, k, s, p), v)[1](jnp.ones_like(pool(v, k, s, p))),
+    }
+
+
 def main() -> int:
     print(f"jax {jax.__version__}, jaxlib {jax.lib.__version__ if hasattr(jax.lib, '__version__') else '?'}, "
           f"Python {sys.version.split()[0]}")
     x = jnp.asarray(np.random.default_rng(0).integers(-4, 5, (2, 8, 12, 12, 16)), jnp.float32)  # NDHWC, ties
     failures = 0
     for k, s, p in ((2, 2, 0), (3, 2, 1)):
-        programs = {
-            "gradient": jax.grad(lambda v: jnp.sum(pool(v, k, s, p) ** 2)),
-            "forward + gradient": lambda v: jax.vjp(lambda u: pool(u, k, s, p), v)[1](jnp.ones_like(pool(v, k, s, p))),
-        }
-        for name, program in programs.items():
+        for name, program in programs(k, s, p).items():
             compiled = pool3d_pass.jit(program).lower(x).compile()
             calls = compiled.as_text().count('custom_call_target="pool3d.')
             difference = max(float(jnp.max(jnp.abs(a - b))) for a, b in zip(

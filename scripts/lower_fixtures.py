@@ -71,9 +71,10 @@ from pathlib import Path
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
-import jax  # noqa: E402
+import jax
 
-from frontends.fixture_lowering import (  # noqa: E402
+from frontends import flax_equinox_cases  # noqa: F401 - imported for its cases, registered after jax_cases (which it imports first)
+from frontends.fixture_lowering import (
     FRONTENDS,
     REPO_ROOT,
     compact_json,
@@ -81,8 +82,7 @@ from frontends.fixture_lowering import (  # noqa: E402
     lower_frontend,
     versions,
 )
-from frontends.jax_cases import CASES, NOT_LOWERABLE, probe_window_dilation  # noqa: E402
-from frontends import flax_equinox_cases  # noqa: E402, F401  (registers its cases after the raw JAX ones)
+from frontends.jax_cases import CASES, NOT_LOWERABLE, probe_window_dilation
 
 MAX_FIXTURE_BYTES = 60_000
 

@@ -2,7 +2,7 @@
 bindings/<platform>/, integration/, numerics/, cli/, structure/, bench/, checks/, packaging/;
 helper modules in support/, inputs in fixtures/).
 
-* Test modules import their helpers by name (``from xla_runner import
+* Test modules import their helpers by name (``from oracles.xla_runner import
   run_stablehlo``, ``from corpus import FIXTURES, MANIFEST``): pyproject.toml's
   pytest ``pythonpath`` puts ``support/`` on the path.
 * Shared fixtures: ``cpu_kernels`` (the CPU kernels registered: a broken build

@@ -182,10 +182,10 @@ def run_stage(args, seconds: float) -> int:
         variants.run(rec, budget, lambda name, env, seconds: _run_child(args, "variants", seconds, env, name), _log)
         return 0
     if args.stage == "jobs":
-        from bench import cases
+        from cases import pooling
         from checks.device_check import jobs
 
-        case_list = [cases.QUICK_CASES[i] for i in ((0, 1) if dry_run else (0, 1, 3, 6))]
+        case_list = [pooling.QUICK_CASES[i] for i in ((0, 1) if dry_run else (0, 1, 3, 6))]
         return CHECK_FAILED if jobs.run(rec, budget, case_list, _log, dry_run) else 0
     if args.stage == "timing":
         from checks.device_check import timing

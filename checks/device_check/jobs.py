@@ -1,6 +1,6 @@
 """Stage "jobs": each pooling job through `pool3d_pass.jit` against `jax.jit` of the same job, on the device.
 
-The jobs are a user's (bench/cases.py): "gradient only" (x, g -> dx),
+The jobs are a user's (cases/pooling.py): "gradient only" (x, g -> dx),
 "forward + gradient" (x, g -> (y, dx)) and "inference" (x -> y), on the
 bench's quick shapes, for both strategies. Each compiled program must be the
 rewritten one (kernel calls present, XLA's own scatter or reduce-window gone)
@@ -40,9 +40,9 @@ def not_rewritten(hlo_text: str, job: str, dry_run: bool = False) -> str | None:
 
 
 def job_function(job: str, pool):
-    from bench import cases
+    from cases import pooling
 
-    return pool if job == "inference" else cases.jax_job(job, pool)
+    return pool if job == "inference" else pooling.jax_job(job, pool)
 
 
 def _as_list(r):
@@ -56,7 +56,7 @@ def run(rec, budget, case_list, log, dry_run: bool, strategies=STRATEGIES) -> in
     import jax.numpy as jnp
 
     import pool3d_pass
-    from bench import cases
+    from cases import pooling
 
     failures, per_case = 0, 10.0
     for case in case_list:
@@ -64,11 +64,11 @@ def run(rec, budget, case_list, log, dry_run: bool, strategies=STRATEGIES) -> in
             rec.record("skipped", item=case.name, reason=f"budget: {budget.left():.0f} s left")
             continue
         start = time.monotonic()
-        x_np, g_np = cases.inputs(case)
+        x_np, g_np = pooling.inputs(case)
         x, g = jnp.asarray(x_np), jnp.asarray(g_np)
         overlap = any(s < k for k, s in zip(case.kernel, case.stride))
         for job in JOBS:
-            fun = job_function(job, cases.pool_fn(case))
+            fun = job_function(job, pooling.pool_fn(case))
             args = (x,) if job == "inference" else (x, g)
             expected = [np.asarray(a) for a in _as_list(jax.jit(fun)(*args))]
             for strategy in strategies if job != "inference" else strategies[:1]:

@@ -24,11 +24,11 @@ FORMS = ("NamedSharding", "shard_map")
 
 
 def _cases(dry_run: bool):
-    from bench import cases
+    from cases import pooling
 
     shape = (2, 8, 8, 8, 4) if dry_run else (4, 16, 32, 32, 32)  # NDHWC, batch sharded
-    return [cases.Case(shape, (2, 2, 2), (2, 2, 2), (0, 0, 0), layout="NDHWC", dtype="float32"),
-            cases.Case(shape, (3, 3, 3), (2, 2, 2), (1, 1, 1), layout="NDHWC", dtype="float32")]
+    return [pooling.Case(shape, (2, 2, 2), (2, 2, 2), (0, 0, 0), layout="NDHWC", dtype="float32"),
+            pooling.Case(shape, (3, 3, 3), (2, 2, 2), (1, 1, 1), layout="NDHWC", dtype="float32")]
 
 
 def _sharded(fun, form: str, mesh, arity: int, job: str):
@@ -50,14 +50,14 @@ def run(rec, budget, log, dry_run: bool) -> int:
     from jax.sharding import PartitionSpec as P
 
     import pool3d_pass
-    from bench import cases
+    from cases import pooling
 
     mesh = Mesh(np.array(jax.devices()[:1]), ("data",))
     sharding = NamedSharding(mesh, P("data"))
     failures, per_item = 0, 10.0
     for case in _cases(dry_run):
         overlap = any(s < k for k, s in zip(case.kernel, case.stride))
-        x_np, g_np = cases.inputs(case)
+        x_np, g_np = pooling.inputs(case)
         x, g = jax.device_put(jnp.asarray(x_np), sharding), jax.device_put(jnp.asarray(g_np), sharding)
         for form in FORMS:
             for job in JOBS:
@@ -67,7 +67,7 @@ def run(rec, budget, log, dry_run: bool) -> int:
                     continue
                 start = time.monotonic()
                 args = (x,) if job == "inference" else (x, g)
-                fun = _sharded(job_function(job, cases.pool_fn(case)), form, mesh, len(args), job)
+                fun = _sharded(job_function(job, pooling.pool_fn(case)), form, mesh, len(args), job)
                 problems = []
                 try:
                     expected = jax.jit(fun)(*args)

@@ -10,6 +10,7 @@ first shape, f32, one layout.
 
 from __future__ import annotations
 
+import functools
 import sys
 
 import numpy as np
@@ -41,17 +42,16 @@ def main() -> int:
                 x = rng.integers(-3, 4, shape).astype(dtype)
                 if layout == "NDHWC":
                     x = np.moveaxis(x, 1, -1)
-                x_shape = x.shape
                 x_dev = jax.device_put(np.ascontiguousarray(x), device)
-                y, index = jax.jit(lambda x: calls.max_pooling_3d_forward(x, **attrs))(x_dev)
+                y, index = jax.jit(functools.partial(calls.max_pooling_3d_forward, **attrs))(x_dev)
                 g = jax.device_put(rng.integers(-3, 4, y.shape).astype(dtype), device)
                 results = [
                     y, index,
-                    jax.jit(lambda x: calls.max_pooling_3d_forward_output(x, **attrs))(x_dev),
-                    jax.jit(lambda g, i: calls.max_pooling_3d_backward_from_indices(
-                        g, i, input_shape=x_shape, **attrs))(g, index),
-                    jax.jit(lambda g, x, y: calls.max_pooling_3d_backward(g, x, y, **attrs))(g, x_dev, y),
-                    jax.jit(lambda g, x: calls.max_pooling_3d_backward_from_input(g, x, **attrs))(g, x_dev),
+                    jax.jit(functools.partial(calls.max_pooling_3d_forward_output, **attrs))(x_dev),
+                    jax.jit(functools.partial(calls.max_pooling_3d_backward_from_indices,
+                                              input_shape=x.shape, **attrs))(g, index),
+                    jax.jit(functools.partial(calls.max_pooling_3d_backward, **attrs))(g, x_dev, y),
+                    jax.jit(functools.partial(calls.max_pooling_3d_backward_from_input, **attrs))(g, x_dev),
                 ]
                 for r in results:
                     np.asarray(r)

@@ -26,9 +26,9 @@ import time
 
 import numpy as np
 
-from bench import cases
-from pool3d_pass.calibration import timing as calibration_timing
+from cases import pooling
 from checks.device_check.jobs import job_function, kernel_calls, not_rewritten
+from pool3d_pass.calibration import timing as calibration_timing
 
 JOBS = ("gradient only", "inference", "forward + gradient", "forward alone")
 # pool3d_pass.jit's strategies timed per job: recompute only where it differs most (no forward to reuse).
@@ -39,7 +39,7 @@ ROTATE_BYTES = 256 * 2**20  # input sets rotated per variant: together at least 
 
 @dataclasses.dataclass(frozen=True)
 class Timed:
-    case: cases.Case
+    case: pooling.Case
     c3d: str | None = None  # which C3D pool (e.g. "pool1"); None: a class row
 
     @property
@@ -76,7 +76,7 @@ def device_cases(dry_run: bool) -> list[Timed]:
             for dtype, batch in (("bfloat16", batch_bf16), ("float32", batch_f32)):
                 for kernel, stride, padding in (((2, 2, 2), (2, 2, 2), (0, 0, 0)), ((3, 3, 3), (2, 2, 2), (1, 1, 1))):
                     shape = (batch, *spatial, channels) if layout == "NDHWC" else (batch, channels, *spatial)
-                    out.append(Timed(cases.Case(shape, kernel, stride, padding, layout=layout, dtype=dtype)))
+                    out.append(Timed(pooling.Case(shape, kernel, stride, padding, layout=layout, dtype=dtype)))
     return out
 
 
@@ -109,26 +109,18 @@ def model_pools(net, batch_shape) -> list[tuple]:
     return found
 
 
-# The C3D model's batch and channels per level (bench/flax_c3d.py), on a device and in a dry run:
-# its pools are timed here, its train step by the model stage (model.py).
-C3D_SIZES = {
-    "device": {"batch": (8, 16, 112, 112, 3), "channels": (64, 128, 256, 256)},
-    "dry_run": {"batch": (1, 4, 8, 8, 3), "channels": (4, 8)},
-}
-
-
 def c3d_cases(dry_run: bool) -> list[Timed]:
     """C3D's pools (NDHWC) at the model stage's batch and channels, bf16 and f32 activations."""
-    from bench import flax_c3d
+    from cases import c3d
 
-    cfg = C3D_SIZES["dry_run" if dry_run else "device"]
+    cfg = c3d.DRY_RUN if dry_run else c3d.DEVICE  # the model stage's sizes (model.py)
     out = []
     for dtype_name in ("bf16", "f32"):
-        net = flax_c3d.model(cfg["channels"], flax_c3d.PRECISIONS[dtype_name])
+        net = c3d.model(cfg["channels"], c3d.PRECISIONS[dtype_name])
         for level, (shape, window, strides, padding, dtype) in enumerate(model_pools(net, cfg["batch"])):
             if any(lo != hi for lo, hi in padding) or window[0] != 1 or window[-1] != 1:
                 raise ValueError(f"C3D pool {level + 1}: not an NDHWC pool over D, H, W ({window}, {padding})")
-            case = cases.Case(shape, tuple(window[1:4]), tuple(strides[1:4]), tuple(lo for lo, _ in padding[1:4]),
+            case = pooling.Case(shape, tuple(window[1:4]), tuple(strides[1:4]), tuple(lo for lo, _ in padding[1:4]),
                               layout="NDHWC", dtype=dtype)
             out.append(Timed(case, c3d=f"pool{level + 1}"))
     return out
@@ -206,7 +198,7 @@ def measure(timers: dict, rounds: int, target_s: float = 0.02) -> dict:
 
 def _torch_variants(torch, t: Timed, jax_sets, job: str, cuda: bool):
     """PyTorch doing the same job on the same data (dlpack views; NDHWC as channels_last_3d)."""
-    tp = cases.TorchPool(t.case, torch)
+    tp = pooling.TorchPool(t.case, torch)
 
     def view(a):
         tensor = torch.from_dlpack(a) if cuda else torch.from_numpy(np.asarray(a, np.float32)).to(tp.dtype)
@@ -238,12 +230,12 @@ def time_job(t: Timed, job: str, torch, rounds: int, dry_run: bool, bandwidth: f
     jax_sets = _jax_sets(t, sets_n, key=len(t.case.name))
     timers, calls, problems = {}, {}, []
     if job == "forward alone":  # the binding's forward call (y, indices), what a training forward runs
-        attrs = cases.kernel_attrs(t.case)
+        attrs = pooling.kernel_attrs(t.case)
         forward = binding_for("gpu").function("forward")
         compiled = jax.jit(lambda x: forward(x, **attrs)).lower(jax_sets[0][0]).compile()
         timers["pool3d indices"] = _jax_timer(compiled, [(x,) for x, _ in jax_sets])
     else:
-        fun = job_function(job, cases.pool_fn(t.case))
+        fun = job_function(job, pooling.pool_fn(t.case))
         arg_sets = [(x,) if job == "inference" else (x, g) for x, g in jax_sets]
         timers["xla"] = _jax_timer(jax.jit(fun).lower(*arg_sets[0]).compile(), arg_sets)
         for strategy in STRATEGIES[job]:

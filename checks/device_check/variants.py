@@ -54,7 +54,7 @@ def child(rec, budget, dry_run: bool, log, rounds: int, variant: str) -> None:
     import jax
 
     import pool3d_pass
-    from bench import cases
+    from cases import pooling
     from checks.device_check.jobs import job_function, kernel_calls, not_rewritten
     from checks.device_check.timing import _jax_sets, _jax_timer, measure
     from pool3d_pass.bindings.gpu.binding import implementation
@@ -69,7 +69,7 @@ def child(rec, budget, dry_run: bool, log, rounds: int, variant: str) -> None:
         try:
             sets = _jax_sets(t, 2, key=len(t.case.name))
             arg_sets = [(x,) if job == "inference" else (x, g) for x, g in sets]
-            compiled = pool3d_pass.jit(job_function(job, cases.pool_fn(t.case)), strategy="indices").lower(
+            compiled = pool3d_pass.jit(job_function(job, pooling.pool_fn(t.case)), strategy="indices").lower(
                 *arg_sets[0]).compile()
             text = compiled.as_text()
             ms = measure({"pool3d indices": _jax_timer(compiled, arg_sets)}, rounds)["pool3d indices"]

@@ -9,6 +9,12 @@ limits every binding inherits. A
 platform's package builds its `Binding` from these; `registry.py` collects
 them. This module imports nothing of any platform.
 
+A binding's functions are references, loaded when first used (`Functions`,
+as xDSL registers its passes): which calls a binding implements is known
+without importing anything, and a small loader function in the platform's
+`binding.py` imports the module that defines them (and JAX with it), so
+`import pool3d_pass` and pool3d-opt stay free of JAX.
+
 What a binding reads beyond the call (the gpu binding: which kernels, Pallas
 interpret mode) reaches it as an argument, `options.BindingSettings`,
 resolved once per pass run: `function(call, settings=...)` binds it into the
@@ -19,13 +25,12 @@ the calibration's prior and `describe` receive it.
 from __future__ import annotations
 
 import functools
-import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from pool3d_pass.contract import BACKWARD, CALLS
-from pool3d_pass.options import BindingSettings, binding_settings
 from pool3d_pass.contract.pool_config import HoldsPool, PoolConfig
+from pool3d_pass.options import BindingSettings, binding_settings
 
 
 @dataclass(frozen=True)
@@ -39,7 +44,7 @@ class CallSignature(HoldsPool):
     call: str = BACKWARD  # which of the contract's calls (a key of contract.CALLS)
 
     @classmethod
-    def of_pool(cls, call: str, element_type: str, pool: PoolConfig) -> "CallSignature":
+    def of_pool(cls, call: str, element_type: str, pool: PoolConfig) -> CallSignature:
         """The signature of `call` on a matched pool: one element type throughout."""
         return cls(element_type, element_type, element_type, pool, call)
 
@@ -84,19 +89,64 @@ class Calibration:
     eager: bool = False
 
 
+class Functions(Mapping[str, Callable]):
+    """A binding's functions by call kind, loaded on first use.
+
+    `calls`: the calls it implements, known without importing anything;
+    `load`: a module-level function returning {call kind: function}, which
+    imports the module defining them. Reading `functions[call]` loads them;
+    `call in functions` does not. `address` names `load` for a child process
+    (the calibration child imports it there).
+    """
+
+    def __init__(self, load: Callable[[], Mapping[str, Callable]], calls: Iterable[str]):
+        self.load = load
+        self.calls = tuple(calls)
+
+    def __getitem__(self, call: str) -> Callable:
+        if call not in self.calls:
+            raise KeyError(call)
+        return self.load()[call]
+
+    def __contains__(self, call: object) -> bool:
+        return call in self.calls
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.calls)
+
+    def __len__(self) -> int:
+        return len(self.calls)
+
+    # Compared and hashed by identity (a Binding is a cache key of the splicer): equal
+    # contents would mean loading them.
+    __eq__ = object.__eq__
+    __hash__ = object.__hash__
+
+    @property
+    def address(self) -> str:
+        """"module:qualname" of `load`, by which another process imports it."""
+        name = f"{self.load.__module__}:{self.load.__qualname__}"
+        if "<" in name:
+            raise ValueError(f"{name}: a binding's loader must be a module-level function, to be named in a child")
+        return name
+
+
+NO_FUNCTIONS = Functions(dict, ())
+
+
 @dataclass(frozen=True, eq=False)  # hashed by identity: a cache key of the splicer
 class Binding:
     platform: str
-    functions: Mapping[str, str]  # call kind -> "module:function", imported when first used
+    functions: Functions  # call kind -> function, loaded when first used
     lowering_platform: str  # the JAX platform the functions are lowered for
     unsupported: Callable[[CallSignature], str | None]  # None: supported; else the reason
     require: Callable[[], None] = lambda: None  # raises ImportError naming what is missing
     # For programs compiled for several devices: versions XLA's SPMD partitioner
     # can split (see bindings/partitioned.py), by call kind.
-    partitioned_functions: Mapping[str, str] = field(default_factory=dict)
-    # "module:function" registering the kernels with XLA, run by `import pool3d_pass`
-    # (so deserialized and persistently cached executables find them); must not import jax.
-    register_kernels: str | None = None
+    partitioned_functions: Functions = NO_FUNCTIONS
+    # Registers the kernels with XLA, run by `import pool3d_pass` (so deserialized and
+    # persistently cached executables find them); its module must not import jax.
+    register_kernels: Callable[[], None] | None = None
     # How strategy "auto" decides where the kernels pay on this platform: the stored figures
     # (prior) and what the numerics battery and timing on this machine need (pool3d_pass/calibration).
     # An explicit strategy ignores every speed figure; a failed numerics battery refuses under all.
@@ -117,9 +167,7 @@ class Binding:
         `settings`: the pass run's (`options.binding_settings(options)`); None: the
         environment's alone, as for a run without options.
         """
-        path = (self.partitioned_functions if partitioned else self.functions)[call]
-        module_name, name = path.split(":")
-        function = getattr(importlib.import_module(module_name), name)
+        function = (self.partitioned_functions if partitioned else self.functions)[call]
         if not self.takes_settings:
             return function
         bound = functools.partial(function, settings=binding_settings() if settings is None else settings)

@@ -116,9 +116,10 @@ def contract_function(kind: str, implement: Callable, doc: str | None = None, *,
 
 def contract_functions(implement: Callable, docs: dict[str, str] | None = None, *,
                        takes_settings: bool = False) -> dict[str, Callable]:
-    """{"max_pooling_3d_<kind>": contract_function(kind, implement)} for every call of the contract."""
-    return {f"max_pooling_3d_{kind}": contract_function(kind, implement, (docs or {}).get(kind),
-                                                        takes_settings=takes_settings) for kind in CALLS}
+    """{kind: contract_function(kind, implement)} for every call of the contract: a module's `FUNCTIONS`
+    (its binding's loader returns it, bindings/base.py `Functions`)."""
+    return {kind: contract_function(kind, implement, (docs or {}).get(kind), takes_settings=takes_settings)
+            for kind in CALLS}
 
 
 def _ffi_implementation(register: Callable[[], None]) -> Callable:
@@ -142,6 +143,6 @@ def _ffi_implementation(register: Callable[[], None]) -> Callable:
 
 
 def make_calls(register: Callable[[], None]) -> dict[str, Callable]:
-    """{"max_pooling_3d_<kind>": function} for every call of the contract; `register()` runs before each
-    call is traced (idempotent: makes the handlers known to XLA)."""
+    """{kind: function} for every call of the contract; `register()` runs before each call is traced
+    (idempotent: makes the handlers known to XLA)."""
     return contract_functions(_ffi_implementation(register))

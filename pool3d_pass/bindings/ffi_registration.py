@@ -34,7 +34,7 @@ class HandlerRegistration:
         with self._lock:
             if self.done:
                 return
-            from jaxlib import xla_client  # noqa: PLC0415 (jaxlib, not jax: cheap)
+            from jaxlib import xla_client  # jaxlib, not jax: cheap
 
             for kind, capsule in self._handlers().items():
                 xla_client.register_custom_call_target(TARGETS[kind], capsule, self.platform, FFI_API_VERSION)

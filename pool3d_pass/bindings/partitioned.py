@@ -268,7 +268,7 @@ def partitionable(call: str, kernels: tuple, attributes: tuple) -> Callable:
 
 def partitioned_calls(single_device: Callable[..., Callable], binding: str, *,
                       takes_settings: bool = False) -> dict[str, Callable]:
-    """{"max_pooling_3d_<kind>": function} for every call of the contract, each partitionable.
+    """{kind: function} for every call of the contract, each partitionable.
 
     `single_device(kind)` is the binding's single-device function of `kind`,
     asked for whenever a call is traced (so it may pin what serves then);

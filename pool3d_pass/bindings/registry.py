@@ -14,17 +14,15 @@ is ever left behind.
 
 from __future__ import annotations
 
-import importlib
-
-from pool3d_pass.bindings.base import Binding, CallSignature, contract_preconditions
+from pool3d_pass.bindings.base import Binding, CallSignature, Functions, contract_preconditions
 from pool3d_pass.bindings.cpu import binding as cpu_binding
 from pool3d_pass.bindings.gpu import binding as gpu_binding
 from pool3d_pass.bindings.neuron import binding as neuron_binding
 from pool3d_pass.bindings.reference import binding as reference_binding
 from pool3d_pass.options import set_platforms
 
-__all__ = ["Binding", "CallSignature", "binding_for", "contract_preconditions", "platforms", "register_binding",
-           "register_kernels"]
+__all__ = ["Binding", "CallSignature", "Functions", "binding_for", "contract_preconditions", "platforms",
+           "register_binding", "register_kernels"]
 
 
 _BINDINGS: dict[str, Binding] = {}
@@ -49,9 +47,8 @@ def register_kernels() -> dict[str, str]:
     for binding in _BINDINGS.values():
         if binding.register_kernels is None:
             continue
-        module_name, name = binding.register_kernels.split(":")
         try:
-            getattr(importlib.import_module(module_name), name)()
+            binding.register_kernels()
         except Exception as error:  # noqa: BLE001 - see the docstring
             failed[binding.platform] = f"{type(error).__name__}: {error}"
     return failed

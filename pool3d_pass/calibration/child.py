@@ -2,8 +2,8 @@
 
 Runs in its own process (runner.py starts it) with its own device context,
 so a kernel that faults, hangs or corrupts its device takes only this
-process with it. The request (JSON) names the binding by its functions
-("module:function" strings, as the registry holds them) and its settings,
+process with it. The request (JSON) names the binding by its functions (the
+"module:function" of their loader, `Functions.address`, and the calls) and its settings,
 and lists tasks, each a numerics battery (battery.py) or a timing (jobs.py,
 timing.py) of one class. For each task it prints `START <id>`, then
 `DONE <id> <verdict JSON>` (or `FAILED <id> <message>` for a Python error of
@@ -37,10 +37,11 @@ def binding_functions(spec: dict) -> dict:
     from pool3d_pass.options import BindingSettings
 
     settings = BindingSettings(**spec.get("settings", {}))
+    module_name, name = spec["functions"]["load"].split(":")
+    table = getattr(importlib.import_module(module_name), name)()
     functions = {}
-    for call, path in spec["functions"].items():
-        module_name, name = path.split(":")
-        function = getattr(importlib.import_module(module_name), name)
+    for call in spec["functions"]["calls"]:
+        function = table[call]
         functions[call] = functools.partial(function, settings=settings) if spec.get("takes_settings") else function
     return functions
 

@@ -45,7 +45,6 @@ from pool3d_pass.calibration.device import identify, jax_backend
 from pool3d_pass.calibration.key import NUMERICS, SPEED, Device, shared_name
 from pool3d_pass.calibration.request import Decision, Request
 from pool3d_pass.calibration.store import Store
-from pool3d_pass.contract import FORWARD_OUTPUT
 
 logger = logging.getLogger("pool3d_pass")
 
@@ -86,8 +85,9 @@ def _say_once(level: int, message: str) -> None:
 
 
 def binding_spec(binding, settings, kernels: str) -> dict:
-    """What the child needs to call the binding's functions (runner.py, child.py)."""
-    return {"platform": binding.platform, "functions": dict(binding.functions),
+    """What the child needs to call the binding's functions (runner.py, child.py): their loader by name."""
+    functions = {"load": binding.functions.address, "calls": list(binding.functions)}
+    return {"platform": binding.platform, "functions": functions,
             "lowering_platform": binding.lowering_platform, "takes_settings": binding.takes_settings,
             "settings": dataclasses.asdict(settings), "eager": binding.calibration.eager,
             "departures": list(battery.DEPARTURES.get(binding.platform, ())), "kernels": kernels}

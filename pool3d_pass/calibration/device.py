@@ -5,8 +5,9 @@ device model and runtime. A rewrite without JAX's client for the platform
 (`pool3d-opt`, `rewrite()` on a machine without that device) has no device
 to calibrate: its decisions are the prior's, except on CPU, whose model the
 operating system says. The kernels' part of the key is which kernels serve
-(the binding's `describe`) and a digest of the files of the modules its
-functions live in (sources and compiled libraries, recursively), plus a
+(the binding's `describe`) and a digest of the files of the folder its
+functions' loader lives in, the platform's package (sources and compiled
+libraries, recursively), plus a
 loaded kernel extension's file, so a rebuilt kernel is a new key.
 """
 
@@ -21,7 +22,7 @@ import platform as platform_module
 import sys
 from pathlib import Path
 
-from pool3d_pass import environment
+from pool3d_pass import environment, jax_compat
 from pool3d_pass.calibration.key import Device
 
 KERNEL_SUFFIXES = (".py", ".so", ".pyd", ".dylib", ".cu", ".cc", ".h")
@@ -58,10 +59,7 @@ def cpu_model() -> str:
 
 
 def _version(distribution: str) -> str:
-    try:
-        return importlib.metadata.version(distribution)
-    except importlib.metadata.PackageNotFoundError:
-        return "none"
+    return jax_compat.installed_version(distribution) or "none"
 
 
 @functools.cache
@@ -83,17 +81,14 @@ def _files_digest(folders: tuple[str, ...]) -> str:
 
 def kernels(binding, settings) -> str:
     """Which kernels serve and a digest of their files (the `kernels` field of `Device`)."""
-    folders = set()
-    for path in binding.functions.values():
-        spec = importlib.util.find_spec(path.split(":")[0])
-        if spec is not None and spec.origin:
-            folders.add(str(Path(spec.origin).parent))
+    spec = importlib.util.find_spec(binding.functions.load.__module__)  # the platform's package (its binding.py)
+    folders = (str(Path(spec.origin).parent),) if spec is not None and spec.origin else ()
     extensions = sorted(getattr(module, "__file__", "") or "" for name, module in list(sys.modules.items())
                         if name.startswith("pool3d_pass.bindings.") and str(getattr(module, "__file__", "")).endswith(
                             (".so", ".pyd")))
     extra = hashlib.sha256("\n".join(extensions + [os.environ.get(environment.KERNEL_LIBRARY, "")]).encode())
     served = binding.describe(settings) if binding.describe is not None else f"{binding.platform} kernels"
-    return f"{served} {_files_digest(tuple(sorted(folders)))}{extra.hexdigest()[:8]}"
+    return f"{served} {_files_digest(folders)}{extra.hexdigest()[:8]}"
 
 
 def model_and_runtime(platform: str, backend) -> tuple[str, str] | None:

@@ -38,7 +38,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from pool3d_pass import environment
-from pool3d_pass.calibration.key import NUMERICS, SPEED, Device, Subject, digest
+from pool3d_pass.calibration.key import NUMERICS, Device, Subject, digest
 
 FORMAT = 1
 logger = logging.getLogger("pool3d_pass")

@@ -23,7 +23,7 @@ import sys
 from pool3d_pass import environment
 from pool3d_pass.calibration import modes
 from pool3d_pass.calibration.key import FORWARD_AND_GRADIENT, GRADIENT_ONLY, INFERENCE, NUMERICS
-from pool3d_pass.calibration.store import Store, cache_dir
+from pool3d_pass.calibration.store import Store
 
 JOBS = {"gradient": GRADIENT_ONLY, "forward+gradient": FORWARD_AND_GRADIENT, "inference": INFERENCE}
 DTYPES = ("f32", "bf16", "f16")
@@ -57,7 +57,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--job", choices=(*JOBS, "all"), default="all")
     p.add_argument("--strategy", choices=("auto", "indices", "recompute"), default="auto",
                    help="whose calls are timed (auto: the platform's choice)")
-    p.add_argument("--bench", action="store_true", help="make bench's per-layer rows (bench/cases.py)")
+    p.add_argument("--bench", action="store_true", help="make bench's per-layer rows (cases/pooling.py)")
     p.add_argument("--quick", action="store_true", help="with --bench: make bench-quick's rows")
     p.add_argument("--budget-s", type=float, default=600.0, help="the whole run's seconds (default 600)")
     p.add_argument("--rounds", type=int, default=None, help="timed rounds per class (default 7)")
@@ -73,13 +73,13 @@ def _programs(args):
 
     wanted = list(JOBS.values()) if args.job == "all" else [JOBS[args.job]]
     if args.bench:
-        from bench import cases  # a source checkout's bench/
+        from cases import pooling  # a source checkout's cases/ (--bench says so)
 
-        for case in cases.QUICK_CASES if args.quick else cases.FULL_CASES:
-            pool = cases.pool_fn(case)
-            x, g = cases.inputs(case)
+        for case in pooling.QUICK_CASES if args.quick else pooling.FULL_CASES:
+            pool = pooling.pool_fn(case)
+            x, g = pooling.inputs(case)
             for job in wanted:
-                function = pool if job == INFERENCE else cases.jax_job(
+                function = pool if job == INFERENCE else pooling.jax_job(
                     {GRADIENT_ONLY: "gradient only", FORWARD_AND_GRADIENT: "forward + gradient"}[job], pool)
                 yield case.name, job, function, (x,) if job == INFERENCE else (x, g)
         return
@@ -106,7 +106,7 @@ def subjects(args, binding, settings) -> list:
     import jax
     from jaxlib.mlir import ir
 
-    from pool3d_pass.ir_context import make_context
+    from pool3d_pass.ir.context import make_context
     from pool3d_pass.options import PassOptions
     from pool3d_pass.rewriting.strategy import StrategyChooser
 

@@ -17,6 +17,7 @@ works without them.
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.metadata
 import importlib.util
 import os
@@ -44,18 +45,11 @@ class Chunk:
     first_line: int  # 1-based line of the chunk in the input
 
 
-def _installed(distribution: str) -> str | None:
-    try:
-        return importlib.metadata.version(distribution)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
 def version() -> str:
     """What `--version` prints: this package's version, and the JAX it runs on (read without importing it)."""
-    jax, jaxlib = _installed("jax"), _installed("jaxlib")
+    jax, jaxlib = jax_compat.installed_version("jax"), jax_compat.installed_version("jaxlib")
     found = f"jax {jax}, jaxlib {jaxlib}" if jax and jaxlib else "jax and jaxlib are not both installed"
-    return (f"{PROG} (pool3d_pass {_installed('pool3d_pass') or 'not installed as a distribution'}); {found}; "
+    return (f"{PROG} (pool3d_pass {jax_compat.installed_version('pool3d_pass') or 'not installed as a distribution'}); {found}; "
             f"supported {jax_compat.supported_range_text()}")
 
 
@@ -171,7 +165,7 @@ def _diagnostic_line(error, name: str) -> str:
 def process_chunk(chunk: Chunk, options: PassOptions, args: argparse.Namespace, report: RewriteReport) -> str:
     from jaxlib.mlir import ir
 
-    from pool3d_pass.ir_context import make_context
+    from pool3d_pass.ir.context import make_context
 
     name = options.filename
     # Leading newlines keep the parser's line numbers equal to the input file's.
@@ -197,7 +191,7 @@ def process_chunk(chunk: Chunk, options: PassOptions, args: argparse.Namespace, 
             pm.run(module.operation)
         except ir.MLIRError as error:
             raise UserError(_diagnostic_line(error, name)) from None
-        except Exception as error:  # a binding that fails to lower, or a bug: one line, no traceback
+        except Exception as error:  # noqa: BLE001 - a binding that fails to lower, or a bug: one line, no traceback
             first_line = _one_line((str(error).strip().splitlines() or [""])[0])
             raise UserError(
                 f"{name}: error: the pass failed ({type(error).__name__}: {first_line}); "
@@ -254,7 +248,7 @@ def run(args: argparse.Namespace) -> int:
     for chunk in split_chunks(text, args.split_input_file):
         try:
             # Parse, pass and print recurse per nesting level: on a large stack.
-            outputs.append(safe_parse.run_with_large_stack(lambda: process_chunk(chunk, options, args, report)))
+            outputs.append(safe_parse.run_with_large_stack(functools.partial(process_chunk, chunk, options, args, report)))
         except UserError as error:
             if not args.split_input_file:
                 raise

@@ -13,9 +13,13 @@ device ids) is not read: the program is then compiled unrewritten.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 import numpy as np
 from jaxlib.mlir import ir
+
+if TYPE_CHECKING:  # an annotation only: the mesh is built with jax imported inside program_mesh
+    import jax
 
 GSPMD_AXIS = "devices"  # the one axis of a GSPMD program's mesh
 _AXIS = re.compile(r'"([^"]+)"\s*=\s*(\d+)')
@@ -42,7 +46,7 @@ def _int_attribute(module: ir.Module, name: str) -> int | None:
         return None
 
 
-def program_mesh(module: ir.Module, devices) -> "jax.sharding.Mesh | None":  # noqa: F821
+def program_mesh(module: ir.Module, devices) -> jax.sharding.Mesh | None:
     """The program's mesh over `devices` (the device assignment, in order), or None if unclear."""
     from jax.sharding import Mesh
 

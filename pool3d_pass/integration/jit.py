@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import copy
 import functools
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from jax._src import source_info_util, stages, traceback_util
 

@@ -204,7 +204,7 @@ def rewrite_for_platform(
     try:
         report = rewrite(copy, options.replace(target=platform, mesh=mesh), binding=binding, spliced=spliced)
         copy.operation.verify()
-    except Exception as error:  # noqa: BLE001 -- see the module docstring
+    except Exception as error:  # see the module docstring
         logger.warning(
             "%s (%s): pool3d_pass.rewrite failed, compiled unchanged. Reproduce with: %s",
             name, platform, reproducer(module, platform, options, devices), exc_info=True)

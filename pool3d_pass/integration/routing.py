@@ -33,6 +33,7 @@ from collections.abc import Iterator
 
 from pool3d_pass.options import PassOptions
 
+
 class ReportSlot:
     """Where a `pool3d_pass.jit` object keeps the `RewriteReport` of its last compile (`last_report`)."""
 

@@ -19,7 +19,7 @@ from jaxlib.mlir._mlir_libs._mlir import rewrite as mlir_rewrite
 
 from pool3d_pass.bindings.registry import Binding, binding_for
 from pool3d_pass.ir.attributes import attribute_values_cached
-from pool3d_pass.ir_context import make_context
+from pool3d_pass.ir.context import make_context
 from pool3d_pass.options import PassOptions, pass_options
 from pool3d_pass.report import RewriteReport
 from pool3d_pass.rewriting import cleanup

@@ -35,7 +35,6 @@ from jaxlib.mlir.dialects import stablehlo
 
 from pool3d_pass.bindings.registry import Binding, CallSignature
 from pool3d_pass.contract import FORWARD_OUTPUT, INDEX_TYPE, SUPPORTED_DTYPES
-from pool3d_pass.options import binding_settings
 from pool3d_pass.ir.constraints import through_open_constraints
 from pool3d_pass.ir.locations import format_location
 from pool3d_pass.ir.ops import defining_op, op_name
@@ -43,7 +42,7 @@ from pool3d_pass.matching import NoMatch, match_pool_gradient
 from pool3d_pass.matching.forward import find_forward
 from pool3d_pass.matching.forward_pool import is_max_pool, match_forward_pool
 from pool3d_pass.matching.neutral_call import NeutralCall, read_neutral_call
-from pool3d_pass.options import PassOptions
+from pool3d_pass.options import PassOptions, binding_settings
 from pool3d_pass.report import FORWARD_ALONE, FORWARD_OF_GRADIENT, NEUTRAL_CALL, Miss, Rewrite, RewriteReport
 from pool3d_pass.rewriting import cleanup, remarks
 from pool3d_pass.rewriting.indices import SavedForward, build_from_indices, build_from_input, replace_forward

@@ -5,8 +5,7 @@ from __future__ import annotations
 from pool3d_pass.bindings.base import Binding
 from pool3d_pass.calibration.request import Decision
 from pool3d_pass.contract.pool_config import PoolConfig
-from pool3d_pass.options import BindingSettings
-from pool3d_pass.options import RECOMPUTE, PassOptions
+from pool3d_pass.options import RECOMPUTE, BindingSettings, PassOptions
 from pool3d_pass.rewriting.strategy import BARE_INDICES, FORWARD_REPLACED, FUSED, Plan
 
 

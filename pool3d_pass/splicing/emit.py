@@ -22,8 +22,7 @@ from jaxlib.mlir import ir
 
 from pool3d_pass.bindings.registry import Binding
 from pool3d_pass.contract.custom_call import CallBuilder
-from pool3d_pass.options import BindingSettings
-from pool3d_pass.options import PassOptions
+from pool3d_pass.options import BindingSettings, PassOptions
 from pool3d_pass.splicing.per_shard import PerShardCode
 from pool3d_pass.splicing.splice import splice_call
 

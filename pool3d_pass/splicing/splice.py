@@ -7,7 +7,9 @@ attributes (cached: a model with a hundred identical pools lowers once) and
 parsed into the target module's context. Its `main` ops are moved in front of
 the call with the function's arguments replaced by the call's operands; the
 private functions it calls (JAX outlines e.g. `jnp.where`) move into the
-target module under fresh names. (The upstream `inline` pass would be simpler,
+target module under fresh names. The lowered signature is checked against the
+call's operand and result types first, so a refused splice moves nothing.
+(The upstream `inline` pass would be simpler,
 but jaxlib's context lacks the func dialect's inliner extension.)
 
 A lowering is cached per (binding, call, operand shapes and types,
@@ -206,18 +208,26 @@ def splice_call(
 
     source = ir.Module.parse(lowered.text)
     main = _main_function(source)
+    body = main.regions[0].blocks[0]
+    *ops, terminator = list(body.operations)
+    # Checked before anything moves: a refused splice leaves the caller's module as it was.
+    _check_signature(f"{binding.platform} binding of {call}", [a.type for a in body.arguments],
+                     [v.type for v in operands], [r.type for r in terminator.operands], list(result_types))
     insertion_point = ir.InsertionPoint.current
     _move_private_functions(source, main, _enclosing_module(insertion_point.block))
-    body = main.regions[0].blocks[0]
     for argument, operand in zip(body.arguments, operands, strict=True):
         argument.replace_all_uses_with(operand)
-    *ops, terminator = list(body.operations)
     for op in ops:
         insertion_point.insert(op.detach_from_parent())
-    results = list(terminator.operands)
-    if [r.type for r in results] != list(result_types):
-        raise BindingLoweringError(
-            f"{binding.platform} binding of {call} returned {[str(r.type) for r in results]}, "
-            f"expected {[str(t) for t in result_types]}"
-        )
-    return results
+    return list(terminator.operands)
+
+
+def _check_signature(what: str, arguments: list, operands: list, results: list, expected: list) -> None:
+    """Raise BindingLoweringError where the lowered function does not take the call's operand types or
+    return its result types."""
+    if arguments != operands:
+        raise BindingLoweringError(f"{what} takes {[str(t) for t in arguments]}, "
+                                   f"the call's operands are {[str(t) for t in operands]}")
+    if results != expected:
+        raise BindingLoweringError(f"{what} returned {[str(t) for t in results]}, "
+                                   f"expected {[str(t) for t in expected]}")

@@ -11,7 +11,7 @@ equinox); set `JAX_PLATFORMS` before importing (lower_fixtures.py does).
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -74,8 +74,8 @@ def sq_loss(y):
     return jnp.sum(jnp.square(y.astype(f32)))
 
 
-W3_NC = lambda k: (1, 1, k, k, k)  # noqa: E731  NCDHW window
-W3_NL = lambda k: (1, k, k, k, 1)  # noqa: E731  NDHWC window
+W3_NC = lambda k: (1, 1, k, k, k)  # NCDHW window
+W3_NL = lambda k: (1, k, k, k, 1)  # NDHWC window
 
 
 # --------------------------------------------------------------------------

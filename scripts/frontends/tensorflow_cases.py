@@ -22,9 +22,10 @@ import sys
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
 
-import numpy as np  # noqa: E402
-from case_runner import CaseList, main  # noqa: E402  (this folder: the script's own)
-import tensorflow as tf  # noqa: E402
+import numpy as np
+import tensorflow as tf
+
+from case_runner import CaseList, main  # this folder: the script's own
 
 CASES = CaseList("tensorflow")
 case = CASES.case

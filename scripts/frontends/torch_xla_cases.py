@@ -32,12 +32,13 @@ import sys
 os.environ.setdefault("PJRT_DEVICE", "CPU")
 os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
 
-import numpy as np  # noqa: E402
-from case_runner import CaseList, main  # noqa: E402  (this folder: the script's own)
-import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
-import torch_xla  # noqa: E402
-import torch_xla.core.xla_model as xm  # noqa: E402
+import numpy as np
+import torch
+import torch.nn.functional as F
+import torch_xla
+import torch_xla.core.xla_model as xm
+
+from case_runner import CaseList, main  # this folder: the script's own
 
 CASES = CaseList("torch-xla")
 case = CASES.case

@@ -10,15 +10,12 @@
   results;
 * a stored reference run still renders (`python -m bench.run --table-from`), and
   the same run marked a quick run (`--quick`) renders as one speed table with no
-  target verdicts;
-* `checks.kernel_ab.summarize` takes each library's best over its processes, its
-  spread, and flags results that differ between libraries.
+  target verdicts.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from functools import partial
 
 import jax
@@ -26,10 +23,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from bench import cases, forward, rewritten, tables
-from checks import kernel_ab
-from corpus import ROOT
+from bench import forward, rewritten, tables
+from cases import pooling
 from pool3d_pass.bindings import reference
+
+from corpus import ROOT
 
 BENCH = ROOT / "bench"
 
@@ -39,10 +37,10 @@ except ImportError:  # pragma: no cover
     torch = None
 
 SMALL = [
-    cases.Case((2, 3, 6, 7, 8), (2, 2, 2), (2, 2, 2), (0, 0, 0)),
-    cases.Case((1, 2, 5, 6, 7), (3, 3, 3), (2, 2, 2), (1, 1, 1)),
-    cases.Case((1, 5, 6, 7, 3), (3, 2, 3), (1, 2, 1), (1, 0, 1), layout="NDHWC"),
-    cases.Case((2, 3, 9, 8), (3, 3), (2, 2), (1, 1), layout="NCHW"),
+    pooling.Case((2, 3, 6, 7, 8), (2, 2, 2), (2, 2, 2), (0, 0, 0)),
+    pooling.Case((1, 2, 5, 6, 7), (3, 3, 3), (2, 2, 2), (1, 1, 1)),
+    pooling.Case((1, 5, 6, 7, 3), (3, 2, 3), (1, 2, 1), (1, 0, 1), layout="NDHWC"),
+    pooling.Case((2, 3, 9, 8), (3, 3), (2, 2), (1, 1), layout="NCHW"),
 ]
 
 
@@ -50,10 +48,10 @@ SMALL = [
 @pytest.mark.skipif(torch is None, reason="torch not installed")
 @pytest.mark.parametrize("case", SMALL, ids=lambda c: c.name)
 def test_offsets_to_flat_names_torchs_indices(case):
-    x_np, _ = cases.inputs(case)
-    attrs = cases.kernel_attrs(case)
-    _, offsets = jax.jit(partial(reference.max_pooling_3d_forward, **attrs))(cases.as_rank5(jnp.asarray(x_np), case))
-    tp = cases.TorchPool(case, torch)
+    x_np, _ = pooling.inputs(case)
+    attrs = pooling.kernel_attrs(case)
+    _, offsets = jax.jit(partial(reference.max_pooling_3d_forward, **attrs))(pooling.as_rank5(jnp.asarray(x_np), case))
+    tp = pooling.TorchPool(case, torch)
     _, idx = tp.pool_with_indices(tp.tensor(x_np))
     np.testing.assert_array_equal(forward.offsets_to_flat(case, np.asarray(offsets)), idx.contiguous().numpy())
 
@@ -67,8 +65,8 @@ def test_strategy_of_reads_the_calls():
 
 def test_census_counts_the_rewritten_call_and_xlas_ops():
     case = SMALL[1]
-    pool = cases.pool_fn(case)
-    x_np, g_np = cases.inputs(case)
+    pool = pooling.pool_fn(case)
+    x_np, g_np = pooling.inputs(case)
 
     def grad(x, g):
         return jax.vjp(pool, x)[1](g)[0]
@@ -87,7 +85,7 @@ def test_user_view_job_agrees_with_xla():
     from bench import user_view
 
     case = SMALL[1]
-    x_np, g_np = cases.inputs(case)
+    x_np, g_np = pooling.inputs(case)
     x, g = jnp.asarray(x_np), jnp.asarray(g_np)
     for job in user_view.JOBS:
         record = user_view.run_job(case, job, x, g, x_np, g_np, repeats=1)
@@ -100,9 +98,10 @@ def test_user_view_job_agrees_with_xla():
 def test_flax_c3d_steps_are_rewritten_with_xlas_results():
     pytest.importorskip("flax", reason="flax is not in this environment (the pass-level venv)")
     from bench import flax_c3d
+    from cases import c3d
 
-    record = flax_c3d.run_precision("bf16", flax_c3d.QUICK, log=lambda _: None)
-    levels = len(flax_c3d.QUICK["channels"])
+    record = flax_c3d.run_precision("bf16", c3d.QUICK, log=lambda _: None)
+    levels = len(c3d.QUICK["channels"])
     train, inference = record["train"], record["inference"]
     assert train["census"]["forward"] == train["census"]["backward_from_indices"] == levels
     assert train["same_loss"] and train["updated_params_max_abs_diff"] == 0.0
@@ -110,8 +109,8 @@ def test_flax_c3d_steps_are_rewritten_with_xlas_results():
     # (bindings/cpu/speed.py), so the inference step is jax.jit's own program
     assert inference["forward_output_calls"] == 0 and inference["reduce_windows_left"] == levels
     assert inference["logits_bit_identical"]
-    section = {"model": "C3D", "input_shape": list(flax_c3d.QUICK["batch"]),
-               "channels": list(flax_c3d.QUICK["channels"]), "repeats": 1, "precisions": [record]}
+    section = {"model": "C3D", "input_shape": list(c3d.QUICK["batch"]),
+               "channels": list(c3d.QUICK["channels"]), "repeats": 1, "precisions": [record]}
     machine = {"cpu_model": "test", "cpus_usable": 1, "memory_gib": 1, "python": "3", "jax": "0",
                "jaxlib": "0", "torch": None, "date": "today"}
     text = tables.render({"mode": "quick", "machine": machine, "wall_s": 0.0, "flax_c3d": section})
@@ -197,26 +196,3 @@ def test_from_indices_target_names_the_bound_that_puts_it_out_of_reach():
     # An older run, without the call: the floor alone.
     item = _from_indices_target({"from_indices_vs_torch_speedup": 1.6, "torch_vs_from_indices_floor": 1.4})
     assert item["met"] and "torch / floor = 1.4x" in item["measured"]
-
-
-def _ab_child(ms: dict, digest: str = "d") -> dict:
-    return {case: {"ms": dict.fromkeys(kernel_ab.CALLS, t), "digest": digest} for case, t in ms.items()}
-
-
-def test_kernel_ab_summary_takes_best_and_spread_per_library():
-    runs = {"A": [_ab_child({"c": 2.0}), _ab_child({"c": 3.0})],
-            "B": [_ab_child({"c": 1.0}), _ab_child({"c": 1.5})]}
-    summary = kernel_ab.summarize(runs)
-    assert summary["results_differ"] == []
-    rows = [r for r in summary["rows"] if r["call"] == "from_indices"]
-    assert rows == [{"case": "c", "call": "from_indices", "best_ms": {"A": 2.0, "B": 1.0},
-                     "spread": {"A": 1.5, "B": 1.5}}]
-    text = kernel_ab.table(summary)
-    assert "| c | from_indices | 2 | 1 | 2.00x | 1.50x | 1.50x |" in text
-    assert "median 1.50x, largest 1.50x (8 figures)" in text
-
-
-def test_kernel_ab_flags_results_that_differ():
-    runs = {"A": [_ab_child({"c": 1.0, "d": 1.0})],
-            "B": [_ab_child({"c": 1.0}, digest="other") | _ab_child({"d": 1.0})]}
-    assert kernel_ab.summarize(runs)["results_differ"] == ["c"]

@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from corpus import BY_NAME as ENTRIES
-from corpus import fixture_text, tie_heavy_inputs
-from xla_runner import run_stablehlo
 
 import pool3d_pass
+from oracles.xla_runner import run_stablehlo
 from pool3d_pass.bindings import registry
 from pool3d_pass.bindings.neuron import NeuronPackagesMissing, missing_packages
-from pool3d_pass.bindings.registry import Binding, CallSignature, contract_preconditions
-from pool3d_pass.contract.pool_config import PoolConfig
+from pool3d_pass.bindings.reference.binding import functions as reference_functions
+from pool3d_pass.bindings.registry import Binding, CallSignature, Functions, contract_preconditions
 from pool3d_pass.contract import TARGETS
+from pool3d_pass.contract.pool_config import PoolConfig
+
+from corpus import BY_NAME as ENTRIES
+from corpus import fixture_text, tie_heavy_inputs
 
 SPLICED = ["jax_ncdhw_k3s2_p1_f32", "jax_ndhwc_k2s2_valid_bf16", "jax_ncdhw_k2s2_same_even_f32", "flax_linen_cnn3d_grad_params_and_input_f32"]
 
@@ -71,7 +73,7 @@ def test_platform_without_binding_is_refused_naming_the_platforms():
 def test_binding_preconditions_refuse_with_a_remark(monkeypatch):
     refuse_bf16 = Binding(
         "picky",
-        {"backward": "pool3d_pass.bindings.reference:max_pooling_3d_backward"},
+        Functions(reference_functions, ("backward",)),
         "cpu",
         lambda signature: contract_preconditions(signature)
         or ("no bf16 here" if signature.input_type == "bf16" else None),
@@ -138,7 +140,7 @@ def test_neutral_calls_of_an_earlier_run_are_bound_later(target):
 
 
 def test_neutral_call_left_unbound_is_a_neutral_call_remark(monkeypatch):
-    picky = Binding("picky", {"backward": "pool3d_pass.bindings.reference:max_pooling_3d_backward"}, "cpu",
+    picky = Binding("picky", Functions(reference_functions, ("backward",)), "cpu",
                     lambda signature: "no calls bound here")
     monkeypatch.setitem(registry._BINDINGS, "picky", picky)
     neutral, _ = pool3d_pass.rewrite_text(fixture_text("jax_ncdhw_k3s2_p1_f32"))
@@ -148,3 +150,46 @@ def test_neutral_call_left_unbound_is_a_neutral_call_remark(monkeypatch):
     assert report.lines()[-1] == "pool3d: 1 neutral call(s) found, 0 bound, 1 left unbound"
 
 
+
+
+def test_every_binding_loads_the_functions_of_the_calls_it_states():
+    """A binding's calls are known without loading anything; its loader returns exactly those, by name."""
+    def unloadable():
+        raise AssertionError("implements() must not load the functions")
+
+    assert Binding("lazy", Functions(unloadable, ("backward",)), "cpu", contract_preconditions).implements("backward")
+    for platform in registry.platforms():
+        binding = registry.binding_for(platform)
+        for functions in (binding.functions, binding.partitioned_functions):
+            assert set(functions.load()) == set(functions.calls), platform
+            assert [functions[call].__name__ for call in functions] == [f"max_pooling_3d_{c}" for c in functions]
+
+
+def _float16_backward():
+    """A backward whose result type is not the call's (f16 for an f32 call)."""
+    from pool3d_pass.bindings.reference import calls
+
+    return {"backward": lambda *operands, **attributes: calls.max_pooling_3d_backward(
+        *operands, **attributes).astype("float16")}
+
+
+def test_a_splice_returning_the_wrong_type_is_refused_before_anything_moves():
+    from jaxlib.mlir import ir
+
+    from pool3d_pass.ir.context import make_context
+    from pool3d_pass.options import BindingSettings
+    from pool3d_pass.splicing import BindingLoweringError, splice_call
+
+    binding = Binding("float16", Functions(_float16_backward, ("backward",)), "cpu", contract_preconditions)
+    pooled, full = "tensor<1x1x2x2x2xf32>", "tensor<1x1x4x4x4xf32>"
+    with make_context(), ir.Location.unknown():
+        module = ir.Module.parse(f"func.func @main(%g: {pooled}, %x: {full}, %y: {pooled}) -> {full} {{\n"
+                                 f"  return %x : {full}\n}}")
+        before = str(module)
+        block = module.body.operations[0].regions[0].blocks[0]
+        with ir.InsertionPoint.at_block_terminator(block), pytest.raises(BindingLoweringError) as refused:
+            splice_call(binding, "backward", list(block.arguments), [ir.RankedTensorType.parse(full)],
+                        kernel_size=(2, 2, 2), stride=(2, 2, 2), padding=(0, 0, 0), data_format="NCDHW",
+                        settings=BindingSettings())
+        assert "float16 binding of backward returned ['tensor<1x1x4x4x4xf16>']" in str(refused.value)
+        assert str(module) == before

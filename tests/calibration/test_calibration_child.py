@@ -14,11 +14,12 @@ from pathlib import Path
 
 import pytest
 
-import planted_kernels
 from pool3d_pass.bindings.registry import binding_for
 from pool3d_pass.calibration import decide, runner
 from pool3d_pass.calibration.key import INFERENCE, NUMERICS, SPEED, Subject
 from pool3d_pass.options import BindingSettings
+
+import planted_kernels
 
 pytestmark = pytest.mark.usefixtures("cpu_kernels")
 
@@ -78,12 +79,13 @@ def test_the_neuron_battery_fails_a_kernel_that_differs(monkeypatch, tmp_path):
     """The same battery sees a wrong NKI kernel: the stand-in's kernel, its gradient doubled."""
     (tmp_path / "neuron_doubled.py").write_text(
         "from pool3d_pass.bindings.neuron.calls import max_pooling_3d_backward as real\n"
-        "def max_pooling_3d_backward(*operands, **attributes):\n"
-        "    return real(*operands, **attributes) * 2\n")
+        "def functions():\n"
+        "    return {'backward': lambda *operands, **attributes: real(*operands, **attributes) * 2}\n")
     monkeypatch.syspath_prepend(str(STANDIN))
     monkeypatch.syspath_prepend(str(tmp_path))
     spec = decide.binding_spec(binding_for("neuron"), BindingSettings(), "neuron standin")
-    spec["functions"] = {"backward": "neuron_doubled:max_pooling_3d_backward"}
+    assert spec["functions"] == {"load": "pool3d_pass.bindings.neuron.binding:functions", "calls": ["backward"]}
+    spec["functions"]["load"] = "neuron_doubled:functions"
     outcome = runner.run(spec, "cpu", [{"id": "k2", "kind": NUMERICS, "subject": _numerics((2, 2, 2))}], seconds=120)
     verdict = outcome.verdicts["k2"]
     assert not verdict["passed"] and "gradient not bit-exact" in verdict["failed"], verdict

@@ -19,12 +19,13 @@ import numpy as np
 import pytest
 from jax import lax
 
-import planted_kernels
 import pool3d_pass
 from pool3d_pass.bindings import registry
 from pool3d_pass.calibration import decide, runner
 from pool3d_pass.calibration.store import Store
 from pool3d_pass.contract import TARGETS
+
+import planted_kernels
 
 pytestmark = pytest.mark.usefixtures("cpu_kernels", "switch_off")
 
@@ -209,7 +210,7 @@ def test_an_inference_pools_fused_producer_is_part_of_its_class():
     """pool(relu(x + b)) and pool(x) are timed as different jobs: XLA fuses the producer into its pool."""
     from jaxlib.mlir import ir
 
-    from pool3d_pass.ir_context import make_context
+    from pool3d_pass.ir.context import make_context
     from pool3d_pass.options import PassOptions, binding_settings
     from pool3d_pass.rewriting.strategy import StrategyChooser
 

@@ -8,9 +8,10 @@ handling (finding, applying, refusing) is held to a small tree of its own.
 from __future__ import annotations
 
 import pytest
-from corpus import ROOT
 
 from checks import plant_bugs
+
+from corpus import ROOT
 
 
 def test_every_plant_applies_to_the_tree_as_it_is():

@@ -5,14 +5,20 @@ from __future__ import annotations
 import re
 
 from pool3d_pass.bindings import registry
-from pool3d_pass.bindings.registry import Binding, contract_preconditions
+from pool3d_pass.bindings.registry import Binding, Functions, contract_preconditions
 from pool3d_pass.cli.pool3d_opt import main
 
-from corpus import EXAMPLE  # noqa: E402
+from corpus import EXAMPLE
+
+
+def _missing_module():
+    import pool3d_pass.no_such_module  # noqa: F401 - the failure this binding plants
+
+    raise AssertionError("unreachable")
 
 
 def test_failing_binding_gives_one_line_and_no_output_file(monkeypatch, tmp_path, capsys):
-    broken = Binding("broken", {"backward": "pool3d_pass.no_such_module:function"}, "cpu", contract_preconditions)
+    broken = Binding("broken", Functions(_missing_module, ("backward",)), "cpu", contract_preconditions)
     monkeypatch.setitem(registry._BINDINGS, "broken", broken)
     output = tmp_path / "out.mlir"
     output.write_text("the user's file\n")

@@ -6,11 +6,12 @@ import re
 import threading
 
 import pytest
-from corpus import ROOT
 
-from checks import fuzz_cli as cf
+from cases import hostile_mlir as hostile
 from pool3d_pass import rewrite_text, safe_parse
 from pool3d_pass.safe_parse import InputLimitError, check_text
+
+from corpus import ROOT
 
 LIMIT = safe_parse.MAX_NESTING
 REAL = sorted(ROOT.glob("tests/fixtures/*.mlir")) + sorted(ROOT.glob("lit_tests/**/*.mlir")) + sorted(
@@ -37,11 +38,11 @@ def test_real_programs_pass_with_a_wide_margin(monkeypatch):
         assert max(map(int, re.findall(r"(?<![\w$.%#@])[su]?i([0-9]+)\b", text)), default=0) <= 64, path.name
 
 
-@pytest.mark.parametrize("kind", cf.NESTING_KINDS)
+@pytest.mark.parametrize("kind", hostile.NESTING_KINDS)
 def test_nesting_at_the_limit_passes_and_one_more_is_rejected_where_it_is_crossed(kind):
     per_level = 2 if kind == "case" else 1  # "stablehlo.case"(%i) ({
-    check_text(cf.nested(kind, (LIMIT - 4) // per_level))
-    error = rejected(cf.nested(kind, LIMIT // per_level + 2))
+    check_text(hostile.nested(kind, (LIMIT - 4) // per_level))
+    error = rejected(hostile.nested(kind, LIMIT // per_level + 2))
     assert "nesting deeper than 1000 levels" in error.message
     if kind == "module":  # "module {" is 8 characters: the 1001st '{' is at column 8 * 1001
         assert (error.line, error.column) == (1, 8 * (LIMIT + 1))
@@ -87,8 +88,8 @@ def test_integer_types_wider_than_the_limit_are_rejected():
 
 def test_alias_bombs_are_rejected_and_real_alias_use_is_not():
     for kind in ("attribute", "type", "location"):
-        check_text(cf.alias_bomb(10, kind))
-        error = rejected(cf.alias_bomb(40, kind))
+        check_text(hostile.alias_bomb(10, kind))
+        error = rejected(hostile.alias_bomb(40, kind))
         assert "aliases would expand the text to more than 16,777,216 bytes" in error.message
 
 
@@ -108,10 +109,10 @@ def test_columns_count_utf8_bytes_as_mlir_does():
 
 def test_rewrite_text_rejects_over_the_limit_and_parses_on_a_large_stack():
     with pytest.raises(InputLimitError, match="nesting deeper"):
-        rewrite_text(cf.nested("module", 10_000))
-    text, report = rewrite_text(cf.gradient_seed((1, 2, 4, 4, 4), (1, 1, 2, 2, 2), (1, 1, 2, 2, 2), [(0, 0)] * 5))
+        rewrite_text(hostile.nested("module", 10_000))
+    text, report = rewrite_text(hostile.gradient_seed((1, 2, 4, 4, 4), (1, 1, 2, 2, 2), (1, 1, 2, 2, 2), [(0, 0)] * 5))
     assert report.rewritten == 1 and "custom_call" in text
-    text, _ = rewrite_text(cf.nested("module", LIMIT - 2))  # at the limit: parsed, printed
+    text, _ = rewrite_text(hostile.nested("module", LIMIT - 2))  # at the limit: parsed, printed
     assert text.count("module {") == LIMIT - 2
 
 
@@ -146,7 +147,7 @@ def test_padding_literals_that_the_verifier_would_expand_are_rejected():
 
 
 def test_an_exception_inside_the_parser_becomes_a_parse_failure(monkeypatch):
-    from pool3d_pass.ir_context import make_context
+    from pool3d_pass.ir.context import make_context
 
     monkeypatch.setattr(safe_parse, "check_text", lambda text: None)  # let MLIR meet it
     with make_context(), pytest.raises(safe_parse.ParseFailure, match="MLIR's parser failed: ValueError"):
@@ -165,7 +166,7 @@ FUNCTION = "func.func @{name}(%a: tensor<f32>) -> tensor<f32> {{\n  return %a : 
 def test_a_named_parse_names_every_location_and_prints_as_an_unnamed_one(text):
     from jaxlib.mlir import ir
 
-    from pool3d_pass.ir_context import make_context
+    from pool3d_pass.ir.context import make_context
 
     with make_context():
         named = safe_parse.parse_module(text, source_name='dir/my "model".mlir')
@@ -183,7 +184,7 @@ def test_a_named_parse_names_every_location_and_prints_as_an_unnamed_one(text):
 def test_a_named_parse_names_its_errors():
     from jaxlib.mlir import ir
 
-    from pool3d_pass.ir_context import make_context
+    from pool3d_pass.ir.context import make_context
 
     with make_context():
         for text in ("func.func @f() {\n  %x = \n}\n", FUNCTION.format(name="f") + "%x = \n"):

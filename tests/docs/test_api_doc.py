@@ -17,9 +17,10 @@ import dataclasses
 import re
 
 import pool3d_pass
-from corpus import ROOT
 from pool3d_pass import environment
 from pool3d_pass.options import INPUT_FIELDS, SETTING_SPECS, PassOptions
+
+from corpus import ROOT
 
 API = ROOT / "docs" / "api.md"
 
@@ -50,7 +51,7 @@ def test_every_public_name_is_in_the_python_table():
 def test_every_passoptions_field_is_in_the_settings_table_with_its_default():
     rows = _table("Settings: `PassOptions`")
     assert list(rows) == [field.name for field in dataclasses.fields(PassOptions)]
-    for name, (kind, default, _) in rows.items():
+    for name, (_kind, default, _) in rows.items():
         value = SETTING_SPECS[name]["default"] if name in SETTING_SPECS else \
             next(f.default for f in dataclasses.fields(PassOptions) if f.name == name)
         shown = f'"{value}"' if isinstance(value, str) else str(value)

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import pool3d_pass
+
 from corpus import ROOT
 
 README = ROOT / "README.md"

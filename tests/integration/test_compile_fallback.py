@@ -38,9 +38,8 @@ def train_like(x):  # forward and gradient: the indices strategy's two calls
 
 @pytest.fixture
 def unrunnable_cpu_binding(monkeypatch):
-    binding = registry.Binding(
-        "cpu", {call: f"unrunnable_binding:max_pooling_3d_{call}" for call in TARGETS}, "cpu",
-        registry.contract_preconditions)
+    binding = registry.Binding("cpu", registry.Functions(unrunnable_binding.functions, TARGETS), "cpu",
+                               registry.contract_preconditions)
     monkeypatch.setitem(registry._BINDINGS, "cpu", binding)
     jax.clear_caches()
     yield binding
@@ -67,7 +66,7 @@ def _check_warning(message: str, strategy: str) -> None:
 
 
 def test_the_binding_really_fails_to_compile(unrunnable_cpu_binding):
-    call = functools.partial(unrunnable_binding.max_pooling_3d_backward_from_input,
+    call = functools.partial(unrunnable_binding.FUNCTIONS["backward_from_input"],
                              kernel_size=(2, 2, 2), stride=(2, 2, 2), padding=(0, 0, 0), data_format="NCDHW")
     with pytest.raises(Exception, match="No FFI handler registered"):
         jax.jit(call).lower(jnp.ones((1, 1, 2, 2, 2)), jnp.ones((1, 1, 4, 4, 4))).compile()

@@ -5,7 +5,7 @@ configurations the CPU binding accepts (bindings/cpu/speed.py: where its
 kernel was measured faster than XLA's reduce_window), both layouts and every
 element type: the compiled program holds the call and no reduce_window. Its
 output equals the StableHLO spec's max pool (IEEE maximum: NaN propagates,
-+0 > -0; a NaN matches any NaN and nothing else: tests/support/float_bits.py,
++0 > -0; a NaN matches any NaN and nothing else: oracles/float_bits.py,
 nan="any") bit for bit on tie-heavy inputs with -inf, NaN, -0 and +0, and
 equals jax.jit's bit for bit where XLA:CPU itself follows the
 spec (no NaN, no mixed signed zeros; XLA:CPU's deviations: docs/contract.md). Configurations the binding
@@ -26,10 +26,9 @@ import pytest
 from jax import lax
 
 import pool3d_pass
+from oracles.float_bits import assert_same_bits  # NaN matches NaN (any payload), never +0
 from pool3d_pass.bindings.cpu import speed
 from pool3d_pass.contract import TARGETS
-
-from float_bits import assert_same_bits  # NaN matches NaN (any payload), never +0
 
 pytestmark = pytest.mark.usefixtures("cpu_kernels", "switch_off")
 

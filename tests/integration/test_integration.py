@@ -9,8 +9,8 @@ was shows the custom-call target and neither.
 from __future__ import annotations
 
 import inspect
-import os
 import logging
+import os
 import re
 
 import jax
@@ -20,12 +20,10 @@ import pytest
 from jax import lax
 
 import pool3d_pass
+from oracles.compiled_hlo import POOL_GRADIENT_OP as SCATTER
+from pool3d_pass.contract import TARGETS
 from pool3d_pass.integration import compile_hook, module_rewrite, routing
-
-from pool3d_pass.contract import TARGETS  # noqa: E402
-from pool3d_pass.rewriting.strategy import preferred_strategy  # noqa: E402
-
-from compiled_hlo import POOL_GRADIENT_OP as SCATTER  # noqa: E402
+from pool3d_pass.rewriting.strategy import preferred_strategy
 
 TARGET = "pool3d.max_pooling_3d_backward"
 

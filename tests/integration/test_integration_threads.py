@@ -27,7 +27,6 @@ from jax import lax
 import pool3d_pass
 from pool3d_pass.integration import module_rewrite, routing
 
-
 pytestmark = [pytest.mark.usefixtures("cpu_kernels", "switch_off"), pytest.mark.slow]
 
 

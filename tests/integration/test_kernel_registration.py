@@ -18,7 +18,7 @@ import os
 import subprocess
 import sys
 
-from corpus import SUPPORT  # noqa: E402
+from corpus import SUPPORT
 
 CASES = SUPPORT / "kernel_registration_cases.py"
 ENVIRONMENT = dict(os.environ, JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="1")

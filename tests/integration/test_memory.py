@@ -14,8 +14,9 @@ import os
 import subprocess
 import sys
 
-from corpus import SUPPORT  # noqa: E402
 import pytest
+
+from corpus import SUPPORT
 
 pytestmark = pytest.mark.slow
 

@@ -4,7 +4,7 @@ Each step runs through plain `jax.jit`, through `pool3d_pass.jit`, and through
 `jax.jit` under `pool3d_pass.enabled()`: the same loss and gradients (f32,
 non-overlapping and overlapping pools on ReLU outputs, so ties abound), with
 the kernel call in the compiled program and none of XLA's gradient ops left
-(tests/support/compiled_hlo.py: on CPU they show as `scatter`).
+(oracles/compiled_hlo.py: on CPU they show as `scatter`).
 """
 
 from __future__ import annotations
@@ -17,12 +17,11 @@ import numpy as np
 import pytest
 
 import pool3d_pass
+from oracles.compiled_hlo import pool_gradient_ops
+from pool3d_pass.contract import TARGETS
 
 flax_linen = pytest.importorskip("flax.linen", reason="flax is a test dependency: pip install -e '.[test]'")
 eqx = pytest.importorskip("equinox", reason="equinox is a test dependency: pip install -e '.[test]'")
-
-from pool3d_pass.contract import TARGETS  # noqa: E402
-from compiled_hlo import pool_gradient_ops  # noqa: E402
 
 pytestmark = pytest.mark.needs_flax
 
@@ -94,7 +93,7 @@ def equinox_step():
     params, static, x = _equinox_model()
 
     def step(params, x):
-        loss = lambda p: jnp.mean(jax.vmap(eqx.combine(p, static))(x) ** 2)  # noqa: E731
+        loss = lambda p: jnp.mean(jax.vmap(eqx.combine(p, static))(x) ** 2)
         return jax.value_and_grad(loss)(params)
 
     return step, (params, x)

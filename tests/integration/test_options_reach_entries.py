@@ -16,7 +16,7 @@ from pool3d_pass import environment
 from pool3d_pass.integration import module_rewrite, routing
 from pool3d_pass.options import BOOLEAN, INPUT_FIELDS, SETTING_SPECS, SETTINGS, PassOptions
 
-from corpus import EXAMPLE  # noqa: E402
+from corpus import EXAMPLE
 
 
 def _other_value(name: str):

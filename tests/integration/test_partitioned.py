@@ -21,14 +21,11 @@ test_spatial_sharding.py's.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-
 import pytest
 
-from corpus import SUPPORT  # noqa: E402
+from cases.children import run as run_children
+
+from corpus import SUPPORT
 
 CASES_SCRIPT = SUPPORT / "partitioned_cases.py"
 DEVICE_COUNTS = (2, 4)
@@ -54,22 +51,8 @@ INPUT_OPERANDS = {"backward": [False, True, False], "forward": [True], "backward
 @pytest.fixture(scope="module")
 def children():
     """Both children started at once (each spends most of its time in single-threaded XLA compiles)."""
-    environment = dict(os.environ, JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="1")
-    started = {n: subprocess.Popen([sys.executable, str(CASES_SCRIPT), str(n)], stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE, text=True, env=environment, cwd=CASES_SCRIPT.parent)
-               for n in DEVICE_COUNTS}
-    done = {}
-    try:
-        for n, child in started.items():
-            out, err = child.communicate(timeout=600)
-            assert child.returncode == 0, err[-4000:]
-            records = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
-            done[n] = {(r["partitioner"], r["case"]): r for r in records}
-    finally:
-        for child in started.values():
-            if child.poll() is None:
-                child.kill()
-    return done
+    runs = run_children(CASES_SCRIPT, *([n] for n in DEVICE_COUNTS))
+    return {n: {(r["partitioner"], r["case"]): r for r in records} for n, records in zip(DEVICE_COUNTS, runs)}
 
 
 def cases_of(devices: int) -> list[str]:
@@ -224,7 +207,7 @@ def test_a_binding_without_partitionable_calls_is_refused_in_a_multi_device_prog
     import pool3d_pass
 
     def pool_grad(x):
-        pool = lambda v: lax.reduce_window(v, -jnp.inf, lax.max, (1, 1, 2, 2, 2), (1, 1, 2, 2, 2), "VALID")  # noqa: E731
+        pool = lambda v: lax.reduce_window(v, -jnp.inf, lax.max, (1, 1, 2, 2, 2), (1, 1, 2, 2, 2), "VALID")
         return jax.grad(lambda v: jnp.sum(pool(v) ** 2))(x)
 
     text = jax.jit(pool_grad).lower(jnp.ones((2, 2, 4, 4, 4))).as_text()

@@ -14,14 +14,11 @@ kernels are spliced (custom_partitioning cannot partition there).
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-
 import pytest
 
-from corpus import SUPPORT  # noqa: E402
+from cases import children
+
+from corpus import SUPPORT
 
 CASES_SCRIPT = SUPPORT / "shard_map_cases.py"
 LAYER_ONE = {"forward": 1, "backward_from_indices": 1}
@@ -46,13 +43,7 @@ EXPECTED_CALLS = {
 
 @pytest.fixture(scope="module", params=[4, 8], ids=lambda n: f"{n}_devices")
 def results(request) -> dict[str, dict]:
-    environment = dict(os.environ, JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="1")
-    completed = subprocess.run(
-        [sys.executable, str(CASES_SCRIPT), str(request.param)],
-        capture_output=True, text=True, timeout=600, env=environment, cwd=CASES_SCRIPT.parent,
-    )
-    assert completed.returncode == 0, completed.stderr[-4000:]
-    records = [json.loads(line) for line in completed.stdout.splitlines() if line.startswith("{")]
+    (records,) = children.run(CASES_SCRIPT, [request.param])
     return {record["case"]: record for record in records}
 
 

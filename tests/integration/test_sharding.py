@@ -19,14 +19,11 @@ spatially sharded matrix.)"""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-
 import pytest
 
-from corpus import SUPPORT  # noqa: E402
+from cases import children
+
+from corpus import SUPPORT
 
 CASES_SCRIPT = SUPPORT / "sharding_cases.py"
 
@@ -70,12 +67,7 @@ GRADIENT_SHARDING_NOT_KEPT = {"indices_pool_forward_and_grad_spatially_sharded"}
 
 @pytest.fixture(scope="module")
 def results() -> dict[str, dict]:
-    environment = dict(os.environ, JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="1")
-    completed = subprocess.run(
-        [sys.executable, str(CASES_SCRIPT)], capture_output=True, text=True, timeout=600, env=environment
-    )
-    assert completed.returncode == 0, completed.stderr[-4000:]
-    records = [json.loads(line) for line in completed.stdout.splitlines() if line.startswith("{")]
+    (records,) = children.run(CASES_SCRIPT, [])
     return {record["case"]: record for record in records}
 
 

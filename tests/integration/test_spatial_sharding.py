@@ -1,6 +1,6 @@
 """Spatially sharded volumes: each device pools its own planes with its neighbours' halo, never a gathered whole.
 
-The cases (tests/support/spatial_cases.py, tables in spatial_cases_table.py)
+The cases (cases/spatial_run.py, tables in cases/spatial.py)
 run in three child processes started together, with 2, 4 and 8 host CPU
 devices (JAX reads its device count once). They are a pairwise covering
 selection of: the split dimension (D, H, W), the layout, the element type,
@@ -24,40 +24,18 @@ checks/spatial_sweep.py's, outside `make test`.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-
 import pytest
 
-from corpus import SUPPORT  # noqa: E402
-from spatial_cases_table import CASES, STEPS, WIDE, as_dict, name_of, problems, uncovered_pairs  # noqa: E402
+from cases import children
+from cases.spatial import CASES, RUNNER, STEPS, WIDE, as_dict, name_of, problems, uncovered_pairs
 
-CASES_SCRIPT = SUPPORT / "spatial_cases.py"
 DEVICE_COUNTS = (2, 4, 8)
 
 
 def run_children(counts, *arguments, timeout=600) -> dict[str, dict]:
     """Every case's record, by name, from one child per device count, started together."""
-    environment = dict(os.environ, JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="1")
-    started = {n: subprocess.Popen([sys.executable, str(CASES_SCRIPT), str(n), *arguments], stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE, text=True, env=environment, cwd=CASES_SCRIPT.parent)
-               for n in counts}
-    records = {}
-    try:
-        for child in started.values():
-            out, err = child.communicate(timeout=timeout)
-            assert child.returncode == 0, err[-4000:]
-            for line in out.splitlines():
-                if line.startswith("{"):
-                    record = json.loads(line)
-                    records[record["case"]] = record
-    finally:
-        for child in started.values():
-            if child.poll() is None:
-                child.kill()
-    return records
+    runs = children.run(RUNNER, *([n, *arguments] for n in counts), timeout=timeout)
+    return {record["case"]: record for records in runs for record in records}
 
 
 @pytest.fixture(scope="module")

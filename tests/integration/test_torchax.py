@@ -29,12 +29,12 @@ except Exception as error:  # noqa: BLE001 -- an import that raises anything els
     pytest.skip(f"torchax does not import under torch {torch.__version__} ({type(error).__name__}: {error}); "
                 "see docs/frontends.md, 'Versions'", allow_module_level=True)
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
+import jax
+import jax.numpy as jnp
 
-import pool3d_pass  # noqa: E402
-from compiled_hlo import pool_gradient_ops  # noqa: E402
-from pool3d_pass.contract import TARGETS  # noqa: E402
+import pool3d_pass
+from oracles.compiled_hlo import pool_gradient_ops
+from pool3d_pass.contract import TARGETS
 
 GRADIENT_CALLS = ("backward", "backward_from_indices", "backward_from_input")
 

@@ -1,4 +1,4 @@
-"""The suite's one bit comparison (tests/support/float_bits.py) catches what "bit for bit" excludes."""
+"""The suite's one bit comparison (oracles/float_bits.py) catches what "bit for bit" excludes."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from float_bits import assert_same_bits, float_bits
+from oracles.float_bits import assert_same_bits, float_bits
 
 DTYPES = [np.dtype(np.float32), np.dtype(ml_dtypes.bfloat16), np.dtype(np.float16), np.dtype(np.float64)]
 

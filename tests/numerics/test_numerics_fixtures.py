@@ -3,7 +3,7 @@
 For each entry of tests/fixtures/manifest.json (JAX, Flax, Equinox,
 TensorFlow/Keras, torch-xla) and each input family (small integers, ReLU of
 normals, constants: inputs full of ties), ``pool3d_pass.rewrite_text`` of the
-module is compiled and run on XLA:CPU (tests/support/xla_runner.py) with the CPU
+module is compiled and run on XLA:CPU (oracles/xla_runner.py) with the CPU
 kernel registered, and compared with what the ORIGINAL program computes per
 the StableHLO spec (``spec_oracle.spec_outputs``: the original with every
 attribute-padded select_and_scatter put in the explicit form XLA:CPU runs as
@@ -33,17 +33,18 @@ padding it gives some tied windows' gradient to another element
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 import pool3d_pass
-from contract_numpy import assert_bit_exact
+from oracles.contract_numpy import assert_bit_exact
+from oracles.xla_runner import run_stablehlo
+
+from corpus import ENTRIES, FIXTURES
 from fixture_numerics import check_against_the_spec, elements_off, make_args, reference_recipe
 from spec_oracle import spec_text
-from xla_runner import run_stablehlo
 
 TARGET = "pool3d.max_pooling_3d_backward"
-from corpus import ENTRIES, FIXTURES, MANIFEST  # noqa: E402
+
 X_KINDS = ("smallint", "relu", "constant")
 
 pytestmark = pytest.mark.usefixtures("cpu_kernels")

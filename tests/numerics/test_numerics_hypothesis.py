@@ -10,7 +10,7 @@ lowers ``jax.vjp`` of ``lax.reduce_window(x, -inf, max, ...)`` with JAX on CPU,
 rewrites the text with ``pool3d_pass.rewrite_text`` under each strategy
 (recompute: the backward call; indices: the fused from-input call), runs both modules on
 XLA:CPU and compares them with each other and with the float64 reference of
-the contract (tests/support/contract_numpy.py):
+the contract (oracles/contract_numpy.py):
 
 * f32, no overlap (stride >= window): bit-exact, and equal to the reference.
 * f32, overlap: equal up to the rounding of the summation order (bound in
@@ -51,7 +51,7 @@ from hypothesis import strategies as st
 from jax import lax
 
 import pool3d_pass
-from contract_numpy import (
+from oracles.contract_numpy import (
     assert_bit_exact,
     assert_within,
     check_pool_gradient,
@@ -63,12 +63,13 @@ from contract_numpy import (
     summation_tolerance,
     window_in_padding,
 )
-from kernel_examples import KernelExamples
-from xla_runner import run_stablehlo
+from oracles.xla_runner import run_stablehlo
 
 # Each gradient is a bare gradient (vjp of the pool).
-from corpus import BARE_GRADIENT_CALL as GRADIENT_CALL  # noqa: E402
-from corpus import BARE_GRADIENT_STRATEGIES as STRATEGIES  # noqa: E402
+from corpus import BARE_GRADIENT_CALL as GRADIENT_CALL
+from corpus import BARE_GRADIENT_STRATEGIES as STRATEGIES
+from kernel_examples import KernelExamples
+
 F32, BF16, F16 = np.dtype(np.float32), np.dtype(ml_dtypes.bfloat16), np.dtype(np.float16)
 
 

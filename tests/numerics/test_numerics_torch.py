@@ -32,27 +32,26 @@ torch = pytest.importorskip(
     reason="PyTorch oracle: install it with `.venv/bin/pip install torch==2.13.0` (the 'torch' extra)",
 )
 
-import jax  # noqa: E402
-from hypothesis import given, note, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-from jax import lax  # noqa: E402
+import jax
+import jax.numpy as jnp
+from hypothesis import given, note, settings
+from hypothesis import strategies as st
+from jax import lax
 
-import pool3d_pass  # noqa: E402
-from pool3d_pass.contract import pooled_extent  # noqa: E402
-from contract_numpy import (  # noqa: E402
+import pool3d_pass
+from oracles.contract_numpy import (
     assert_bit_exact,
     assert_within,
     eps_of,
     max_pool_grad_reference,
     summation_tolerance,
 )
-from kernel_examples import KernelExamples  # noqa: E402
-from xla_runner import run_stablehlo  # noqa: E402
+from oracles.xla_runner import run_stablehlo
+from pool3d_pass.contract import pooled_extent
 
-from corpus import BARE_GRADIENT_CALL as GRADIENT_CALL  # noqa: E402  (vjp of a pool: a bare gradient)
-from corpus import BARE_GRADIENT_STRATEGIES as STRATEGIES  # noqa: E402
-
+from corpus import BARE_GRADIENT_CALL as GRADIENT_CALL  # vjp of a pool: a bare gradient
+from corpus import BARE_GRADIENT_STRATEGIES as STRATEGIES
+from kernel_examples import KernelExamples
 
 pytestmark = pytest.mark.usefixtures("cpu_kernels")
 

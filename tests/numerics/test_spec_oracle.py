@@ -20,9 +20,10 @@ import numpy as np
 import pytest
 from jax import lax
 
+from oracles.xla_runner import run_stablehlo
 from pool3d_pass.contract import pooled_extent
+
 from spec_oracle import select_and_scatter_reference, spec_outputs, spec_text
-from xla_runner import run_stablehlo
 
 MLIR_TYPE = {np.dtype(np.float32): "f32", np.dtype(ml_dtypes.bfloat16): "bf16", np.dtype(np.float16): "f16"}
 

@@ -5,19 +5,17 @@ that the manifest and the files agree: every entry has its file, every file is
 listed, each module parses and verifies in a context with the StableHLO
 dialect, its ``stablehlo.select_and_scatter`` count and ``main`` signature
 match the manifest, and each module compiles and runs on XLA:CPU with random
-inputs (through ``tests/support/xla_runner.py``), giving results of the recorded shapes.
+inputs (through ``oracles/xla_runner.py``), giving results of the recorded shapes.
 """
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 import pytest
 
-from xla_runner import MLIR_TO_NUMPY, run_stablehlo  # noqa: E402
+from oracles.xla_runner import MLIR_TO_NUMPY, run_stablehlo
 
-from corpus import ENTRIES, FIXTURES, MANIFEST  # noqa: E402
+from corpus import ENTRIES, FIXTURES
 
 pytestmark = pytest.mark.needs_flax
 IDS = [e["name"] for e in ENTRIES]

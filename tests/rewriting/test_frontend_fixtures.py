@@ -12,12 +12,12 @@ Numerics of the same fixtures against the spec oracle: tests/numerics/test_numer
 
 from __future__ import annotations
 
-
 import pytest
 
 import pool3d_pass
 
-from corpus import FIXTURES, MANIFEST  # noqa: E402
+from corpus import FIXTURES, MANIFEST
+
 FRONTEND_SOURCES = {"tensorflow": ("tensorflow", "keras"), "torch-xla": ("torch-xla",)}
 ENTRIES = [e for e in MANIFEST["fixtures"] if e["source"] in {s for v in FRONTEND_SOURCES.values() for s in v}]
 TARGET = "pool3d.max_pooling_3d_backward"

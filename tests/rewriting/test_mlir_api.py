@@ -7,9 +7,10 @@ import re
 
 import pytest
 
-from pool3d_pass import ir_context, jax_compat
+from pool3d_pass import jax_compat
+from pool3d_pass.ir import context as ir_context
 
-from corpus import ROOT  # noqa: E402
+from corpus import ROOT
 
 PYPROJECT = ROOT / "pyproject.toml"
 

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-
 import pytest
 from jaxlib.mlir import passmanager
 
 import pool3d_pass
-from pool3d_pass.ir_context import make_context
+from pool3d_pass.ir.context import make_context
 from pool3d_pass.options import NEUTRAL, PassOptions
 
-from corpus import EXAMPLE as EXAMPLE_FILE  # noqa: E402
+from corpus import EXAMPLE as EXAMPLE_FILE
 
 EXAMPLE = EXAMPLE_FILE.read_text()
 UNKNOWN = "unknown strategy 'fastest'; expected one of auto, recompute, indices"

@@ -7,15 +7,15 @@ Numerics of the same fixtures are checked in test_numerics_fixtures.py.
 
 from __future__ import annotations
 
-
 import pytest
 from jaxlib.mlir import ir, passmanager
 
 import pool3d_pass
 from pool3d_pass.contract import TARGET_NAME
-from pool3d_pass.ir_context import make_context
+from pool3d_pass.ir.context import make_context
 
-from corpus import ENTRIES, FIXTURES  # noqa: E402
+from corpus import ENTRIES, FIXTURES
+
 POSITIVE = [e for e in ENTRIES if e["expected_pool_gradients"] > 0]
 NEGATIVE = [e for e in ENTRIES if e["expected_pool_gradients"] == 0]
 
@@ -132,16 +132,7 @@ def test_rewrite_does_not_touch_ir_it_does_not_own(context):
 
 def test_rewrite_in_a_context_with_only_func_and_stablehlo():
     # A user's own context: no sdy dialect, so no sharding rule, the call is complete anyway.
-    from jaxlib.mlir._mlir_libs import _jax_mlir_ext
-    from jaxlib.mlir.dialects import stablehlo
-
-    registry = ir.DialectRegistry()
-    _jax_mlir_ext.register_dialects(registry)
-    context = ir.Context()
-    context.append_dialect_registry(registry)
-    context.load_all_available_dialects()
-    stablehlo.register_dialect(context)
-    with context:
+    with make_context(dialects=("stablehlo",)):
         module = ir.Module.parse((FIXTURES / POSITIVE[0]["file"]).read_text())
         report = pool3d_pass.rewrite(module)
         assert report.rewritten == POSITIVE[0]["expected_pool_gradients"]

@@ -14,20 +14,21 @@
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
+
+import pool3d_pass
+from oracles.float_bits import assert_same_bits
+from oracles.xla_runner import run_stablehlo
+from pool3d_pass.bindings import registry
+from pool3d_pass.bindings.reference.binding import functions as reference_functions
+from pool3d_pass.bindings.registry import Binding, Functions, contract_preconditions
+from pool3d_pass.contract import TARGETS
+from pool3d_pass.rewriting.strategy import preferred_strategy
+
 from corpus import BY_NAME as ENTRIES
 from corpus import fixture_text, tie_heavy_inputs
 from spec_oracle import spec_outputs
-from float_bits import assert_same_bits
-from xla_runner import run_stablehlo
-
-import pool3d_pass
-from pool3d_pass.bindings import registry
-from pool3d_pass.bindings.registry import Binding, contract_preconditions
-from pool3d_pass.contract import TARGETS
-from pool3d_pass.rewriting.strategy import preferred_strategy
 
 POSITIVE = sorted(name for name, e in ENTRIES.items() if not e["negative"])
 # A training step (forward + gradient), a bare gradient, a returned primal,
@@ -58,7 +59,7 @@ pytestmark = pytest.mark.usefixtures("cpu_kernels")
 def backward_only(monkeypatch):
     """A platform whose binding has only the backward call (like Neuron's), running the reference."""
     binding = Binding(
-        "backward-only", {"backward": "pool3d_pass.bindings.reference:max_pooling_3d_backward"}, "cpu",
+        "backward-only", Functions(reference_functions, ("backward",)), "cpu",
         contract_preconditions,
     )
     monkeypatch.setitem(registry._BINDINGS, binding.platform, binding)
@@ -154,7 +155,7 @@ def test_a_binding_without_the_layer_calls_gets_recompute_and_a_note(backward_on
 
 
 def test_a_binding_without_the_fused_call_gets_forward_and_from_indices(monkeypatch):
-    calls = {call: f"pool3d_pass.bindings.reference:max_pooling_3d_{call}" for call in TARGETS if call != "backward_from_input"}
+    calls = Functions(reference_functions, [call for call in TARGETS if call != "backward_from_input"])
     binding = Binding("no-fused", calls, "cpu", contract_preconditions)
     monkeypatch.setitem(registry._BINDINGS, binding.platform, binding)
     name = "jax_vjp_unused_primal_f32"  # a bare gradient: no forward in the function

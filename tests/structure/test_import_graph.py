@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from corpus import ROOT as REPOSITORY  # noqa: E402
+from corpus import ROOT as REPOSITORY
 
 PACKAGE = REPOSITORY / "pool3d_pass"
 ROOT = "pool3d_pass"
@@ -28,7 +28,7 @@ LAYERS = [
     (f"{ROOT}.calibration",),  # strategy auto's decisions: verdicts measured here (a child process), else the prior
     (f"{ROOT}.splicing",),  # emitting a call: the neutral custom call, or a binding lowered and spliced in
     (f"{ROOT}.matching", f"{ROOT}.bindings"),
-    (f"{ROOT}.contract", f"{ROOT}.ir", f"{ROOT}.report", f"{ROOT}.safe_parse", f"{ROOT}.ir_context"),
+    (f"{ROOT}.contract", f"{ROOT}.ir", f"{ROOT}.report", f"{ROOT}.safe_parse"),
     (f"{ROOT}.options", f"{ROOT}.jax_compat", f"{ROOT}.caches"),
     (f"{ROOT}.environment",),  # the variables' names, which options.py reads the settings' defaults from
 ]

@@ -23,10 +23,11 @@ def main() -> int:
     process_id, port, cache = int(sys.argv[1]), sys.argv[2], sys.argv[3]
     jax.distributed.initialize(coordinator_address=f"localhost:{port}", num_processes=2, process_id=process_id)
 
-    import planted_kernels
     import pool3d_pass
     from pool3d_pass.bindings import registry
     from pool3d_pass.calibration import runner
+
+    import planted_kernels
 
     registry.register_binding(planted_kernels.binding())
     children = []

@@ -14,7 +14,7 @@ import re
 import ml_dtypes
 import numpy as np
 
-from contract_numpy import (
+from oracles.contract_numpy import (
     assert_bit_exact,
     assert_within,
     check_pool_gradient,

@@ -20,10 +20,10 @@ step, folder = sys.argv[1], sys.argv[2]
 if step == "cached":
     os.environ["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=4"
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
-from jax import lax  # noqa: E402
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
 
 
 def max_pool(x):
@@ -58,9 +58,9 @@ def serialize() -> None:
 
 
 def deserialize() -> None:
-    import pool3d_pass  # noqa: F401 -- what the user's program does: no other pool3d call
-
     from jax.experimental import serialize_executable
+
+    import pool3d_pass  # noqa: F401 -- what the user's program does: no other pool3d call
 
     with open(os.path.join(folder, "executable.pickle"), "rb") as file:
         payload, in_tree, out_tree = pickle.load(file)

@@ -36,22 +36,22 @@ import sys
 DEVICES = int(sys.argv[1]) if len(sys.argv) > 1 else 2
 os.environ["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "") + f" --xla_force_host_platform_device_count={DEVICES}"
 
-import gc  # noqa: E402
-import json  # noqa: E402
-import logging  # noqa: E402
+import gc
+import json
+import logging
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
-from jax.sharding import Mesh, NamedSharding  # noqa: E402
-from jax.sharding import PartitionSpec as P  # noqa: E402
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
 
-import pool3d_pass  # noqa: E402
-from pool3d_pass.integration import module_rewrite  # noqa: E402
-from pool3d_pass.options import BindingSettings  # noqa: E402
+import pool3d_pass
+from oracles.compiled_hlo import kernel_operand_shapes
+from pool3d_pass.integration import module_rewrite
+from pool3d_pass.options import BindingSettings
 
-from compiled_hlo import kernel_operand_shapes  # noqa: E402
-from sharding_cases import (  # noqa: E402
+from sharding_cases import (
     Plain,
     bare_pool_grad,
     max_pool,

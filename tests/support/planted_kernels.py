@@ -2,8 +2,8 @@
 
 `binding(...)` is the CPU binding with these functions in place of its own
 (registered under "cpu" by a test), so the calibration child (which imports
-the functions by their "module:function" names, as it does a real binding's)
-runs them. What a call does depends on its window, a static value at trace
+their loader, `functions`, by its name, as it does a real binding's) runs
+them. What a call does depends on its window, a static value at trace
 time, so one program (one child) holds several behaviours:
 
 | kernel_size | behaviour |
@@ -27,7 +27,7 @@ import os
 import time
 
 from pool3d_pass.bindings import cpu
-from pool3d_pass.bindings.base import Calibration, SpeedPrior
+from pool3d_pass.bindings.base import NO_FUNCTIONS, Calibration, Functions, SpeedPrior
 from pool3d_pass.bindings.registry import binding_for
 from pool3d_pass.contract import CALLS
 
@@ -49,7 +49,7 @@ def _fatal(what: str):
 
 
 def _planted(call: str):
-    real = getattr(cpu, f"max_pooling_3d_{call}")
+    real = cpu.FUNCTIONS[call]
 
     def function(*operands, **attributes):
         import jax
@@ -82,8 +82,12 @@ def _planted(call: str):
     return function
 
 
-for _call in CALLS:
-    globals()[f"max_pooling_3d_{_call}"] = _planted(_call)
+FUNCTIONS = {call: _planted(call) for call in CALLS}
+
+
+def functions():
+    """The planted binding's loader (`Functions`): the child imports it by name."""
+    return FUNCTIONS
 
 
 def unsettled_prior(signature, input_shape, settings) -> SpeedPrior:
@@ -95,6 +99,5 @@ def unsettled_prior(signature, input_shape, settings) -> SpeedPrior:
 def binding(*, verify_first: bool = True, prior=unsettled_prior):
     """The CPU binding with the planted functions; numerics before first use, timing under auto."""
     real = binding_for("cpu")
-    return dataclasses.replace(real, functions={call: f"planted_kernels:max_pooling_3d_{call}" for call in CALLS},
-                               partitioned_functions={},
+    return dataclasses.replace(real, functions=Functions(functions, CALLS), partitioned_functions=NO_FUNCTIONS,
                                calibration=Calibration(prior=prior, verify_first=verify_first))

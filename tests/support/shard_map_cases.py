@@ -21,17 +21,17 @@ import sys
 DEVICES = int(sys.argv[1]) if len(sys.argv) > 1 else 4
 os.environ["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "") + f" --xla_force_host_platform_device_count={DEVICES}"
 
-import json  # noqa: E402
-from functools import partial  # noqa: E402
+import json
+from functools import partial
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
-from jax import lax  # noqa: E402
-from jax.sharding import Mesh, NamedSharding  # noqa: E402
-from jax.sharding import PartitionSpec as P  # noqa: E402
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
 
-from sharding_cases import Plain, bare_pool_grad, cnn_loss, cnn_params, compare, pool_grad, through_enable  # noqa: E402
+from sharding_cases import Plain, bare_pool_grad, cnn_loss, cnn_params, compare, pool_grad, through_enable
 
 
 def shard_map(fun, mesh, in_specs, out_specs, axis_names=None):

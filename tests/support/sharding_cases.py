@@ -17,20 +17,19 @@ import os
 if "--xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):  # (shard_map_cases sets its own)
     os.environ["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8"
 
-import json  # noqa: E402
-import sys  # noqa: E402
+import json
+import sys
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
-from jax import lax  # noqa: E402
-from jax.sharding import Mesh, NamedSharding  # noqa: E402
-from jax.sharding import PartitionSpec as P  # noqa: E402
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
 
-import pool3d_pass  # noqa: E402
+import pool3d_pass
+from oracles.compiled_hlo import collective_counts, kernel_calls, pool_gradient_ops, total_bytes
 
-
-from compiled_hlo import collective_counts, kernel_calls, pool_gradient_ops, total_bytes  # noqa: E402
 
 def max_pool(x):
     return lax.reduce_window(x, -jnp.inf, lax.max, (1, 1, 3, 3, 3), (1, 1, 2, 2, 2), ((0, 0), (0, 0), (1, 1), (1, 1), (1, 1)))

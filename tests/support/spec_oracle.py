@@ -53,11 +53,11 @@ name and signature.
 from __future__ import annotations
 
 import itertools
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
-from xla_runner import run_stablehlo
+from oracles.xla_runner import run_stablehlo
 
 __all__ = ["spec_outputs", "spec_text", "select_and_scatter_reference", "MARK_BITS"]
 

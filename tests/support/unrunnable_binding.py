@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import jax
 
-from pool3d_pass.bindings import reference
+from pool3d_pass.bindings.reference import calls as reference
 
 UNREGISTERED_TARGET = "pool3d_test.no_such_handler"
 
@@ -23,8 +23,9 @@ def _unrunnable(reference_function):
     return call
 
 
-max_pooling_3d_backward = _unrunnable(reference.max_pooling_3d_backward)
-max_pooling_3d_forward = _unrunnable(reference.max_pooling_3d_forward)
-max_pooling_3d_backward_from_indices = _unrunnable(reference.max_pooling_3d_backward_from_indices)
-max_pooling_3d_backward_from_input = _unrunnable(reference.max_pooling_3d_backward_from_input)
-max_pooling_3d_forward_output = _unrunnable(reference.max_pooling_3d_forward_output)
+FUNCTIONS = {call: _unrunnable(function) for call, function in reference.FUNCTIONS.items()}
+
+
+def functions():
+    """The binding's loader (`bindings.base.Functions`)."""
+    return FUNCTIONS

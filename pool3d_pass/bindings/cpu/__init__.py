@@ -29,12 +29,22 @@ from __future__ import annotations
 
 from pool3d_pass.bindings.cpu.registration import is_registered, register
 from pool3d_pass.bindings.ffi_calls import INDEX_DTYPE, make_calls
-from pool3d_pass.contract import ATTRIBUTE_NAMES, TARGET_NAME, TARGETS
+from pool3d_pass.contract import (
+    ATTRIBUTE_NAMES,
+    BACKWARD,
+    BACKWARD_FROM_INDICES,
+    BACKWARD_FROM_INPUT,
+    FORWARD,
+    FORWARD_OUTPUT,
+    TARGET_NAME,
+    TARGETS,
+)
 
 __all__ = [
     "TARGET_NAME",
     "TARGETS",
     "ATTRIBUTE_NAMES",
+    "FUNCTIONS",
     "INDEX_DTYPE",
     "register",
     "is_registered",
@@ -45,9 +55,9 @@ __all__ = [
     "max_pooling_3d_backward_from_input",
 ]
 
-_CALLS = make_calls(register)
-max_pooling_3d_backward = _CALLS["max_pooling_3d_backward"]
-max_pooling_3d_forward = _CALLS["max_pooling_3d_forward"]
-max_pooling_3d_forward_output = _CALLS["max_pooling_3d_forward_output"]
-max_pooling_3d_backward_from_indices = _CALLS["max_pooling_3d_backward_from_indices"]
-max_pooling_3d_backward_from_input = _CALLS["max_pooling_3d_backward_from_input"]
+FUNCTIONS = make_calls(register)
+max_pooling_3d_backward = FUNCTIONS[BACKWARD]
+max_pooling_3d_forward = FUNCTIONS[FORWARD]
+max_pooling_3d_forward_output = FUNCTIONS[FORWARD_OUTPUT]
+max_pooling_3d_backward_from_indices = FUNCTIONS[BACKWARD_FROM_INDICES]
+max_pooling_3d_backward_from_input = FUNCTIONS[BACKWARD_FROM_INPUT]

@@ -9,11 +9,24 @@ table (pool3d_pass/calibration/). No JAX is imported here.
 
 from __future__ import annotations
 
-from pool3d_pass.bindings.base import Binding, Calibration, CallSignature, SpeedPrior, contract_preconditions
+from pool3d_pass.bindings.base import Binding, Calibration, CallSignature, Functions, SpeedPrior, contract_preconditions
+from pool3d_pass.bindings.cpu import registration
 from pool3d_pass.contract import CALLS
 from pool3d_pass.options import BindingSettings
 
-PACKAGE = "pool3d_pass.bindings.cpu"
+
+def functions():
+    """{call: function}: the FFI kernels' calls (this package's `__init__`)."""
+    from pool3d_pass.bindings import cpu
+
+    return cpu.FUNCTIONS
+
+
+def partitioned_functions():
+    """{call: function}: the same, partitionable (`partitioned.py`; imports JAX)."""
+    from pool3d_pass.bindings.cpu import partitioned
+
+    return partitioned.FUNCTIONS
 
 
 def unsupported(signature: CallSignature) -> str | None:
@@ -30,10 +43,10 @@ def prior(signature: CallSignature, input_shape: tuple[int, ...], settings: Bind
 def make_binding() -> Binding:
     return Binding(
         "cpu",
-        {call: f"{PACKAGE}:max_pooling_3d_{call}" for call in CALLS},
+        Functions(functions, CALLS),
         "cpu",
         unsupported,
-        partitioned_functions={call: f"{PACKAGE}.partitioned:max_pooling_3d_{call}" for call in CALLS},
-        register_kernels=f"{PACKAGE}.registration:register",
+        partitioned_functions=Functions(partitioned_functions, CALLS),
+        register_kernels=registration.register,
         calibration=Calibration(prior=prior),
     )

@@ -8,16 +8,17 @@ from __future__ import annotations
 
 from pool3d_pass.bindings import cpu
 from pool3d_pass.bindings.partitioned import partitioned_calls
+from pool3d_pass.contract import BACKWARD, BACKWARD_FROM_INDICES, BACKWARD_FROM_INPUT, FORWARD, FORWARD_OUTPUT
 
 
 def _kernel(kind: str):
     cpu.register()
-    return getattr(cpu, f"max_pooling_3d_{kind}")
+    return cpu.FUNCTIONS[kind]
 
 
-_CALLS = partitioned_calls(_kernel, "CPU")
-max_pooling_3d_backward = _CALLS["max_pooling_3d_backward"]
-max_pooling_3d_forward = _CALLS["max_pooling_3d_forward"]
-max_pooling_3d_forward_output = _CALLS["max_pooling_3d_forward_output"]
-max_pooling_3d_backward_from_indices = _CALLS["max_pooling_3d_backward_from_indices"]
-max_pooling_3d_backward_from_input = _CALLS["max_pooling_3d_backward_from_input"]
+FUNCTIONS = partitioned_calls(_kernel, "CPU")
+max_pooling_3d_backward = FUNCTIONS[BACKWARD]
+max_pooling_3d_forward = FUNCTIONS[FORWARD]
+max_pooling_3d_forward_output = FUNCTIONS[FORWARD_OUTPUT]
+max_pooling_3d_backward_from_indices = FUNCTIONS[BACKWARD_FROM_INDICES]
+max_pooling_3d_backward_from_input = FUNCTIONS[BACKWARD_FROM_INPUT]

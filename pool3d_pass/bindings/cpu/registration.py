@@ -34,7 +34,7 @@ def load_kernel_module():
         spec.loader.exec_module(module)
         return module
     try:
-        from pool3d_pass.bindings.cpu import _kernel  # noqa: PLC0415
+        from pool3d_pass.bindings.cpu import _kernel
     except ImportError as exc:  # pragma: no cover - broken install
         raise ImportError(
             "the pool3d CPU kernel extension (pool3d_pass.bindings.cpu._kernel) "

@@ -19,14 +19,27 @@ failed the numerics battery on this GPU (docs/gpu.md).
 
 from __future__ import annotations
 
-from pool3d_pass.bindings.base import Binding, Calibration, CallSignature, SpeedPrior, contract_preconditions
-from pool3d_pass.contract import SUPPORTED_DTYPES, TARGETS
+from pool3d_pass.bindings.base import Binding, Calibration, CallSignature, Functions, SpeedPrior, contract_preconditions
+from pool3d_pass.bindings.gpu.cuda import library
+from pool3d_pass.contract import CALLS, SUPPORTED_DTYPES
 from pool3d_pass.options import BindingSettings
 
 PLATFORM = "gpu"
 LOWERING_PLATFORM = "cuda"
-CALLS_MODULE = "pool3d_pass.bindings.gpu.calls"
-PARTITIONED_MODULE = "pool3d_pass.bindings.gpu.partitioned"  # programs compiled for several devices
+
+
+def functions():
+    """{call: function}: the CUDA or Pallas kernels' calls (`calls.py`; imports JAX)."""
+    from pool3d_pass.bindings.gpu import calls
+
+    return calls.FUNCTIONS
+
+
+def partitioned_functions():
+    """{call: function}: the same for programs compiled for several devices (`partitioned.py`)."""
+    from pool3d_pass.bindings.gpu import partitioned
+
+    return partitioned.FUNCTIONS
 
 
 def unsupported(signature: CallSignature) -> str | None:
@@ -70,15 +83,13 @@ def prior(signature: CallSignature, input_shape: tuple[int, ...], settings: Bind
 
 
 def make_binding() -> Binding:
-    # Every call of the contract (also `forward_output` where the contract has it).
-    functions = {call: f"{CALLS_MODULE}:max_pooling_3d_{call}" for call in TARGETS}
     return Binding(
-        PLATFORM, functions, LOWERING_PLATFORM, unsupported, require,
+        PLATFORM, Functions(functions, CALLS), LOWERING_PLATFORM, unsupported, require,
         # never run in CI: verified on the user's GPU before first use; timed there under auto
         calibration=Calibration(prior=prior, verify_first=True),
-        partitioned_functions={call: f"{PARTITIONED_MODULE}:max_pooling_3d_{call}" for call in TARGETS},
-        # the CUDA kernels' FFI handlers, where their library is built (cuda/library.py)
-        register_kernels="pool3d_pass.bindings.gpu.cuda.library:register_if_built",
+        partitioned_functions=Functions(partitioned_functions, CALLS),
+        # the CUDA kernels' FFI handlers, where their library is built
+        register_kernels=library.register_if_built,
         describe=_describe,
         takes_settings=True,  # calls.py's and partitioned.py's functions take the run's settings=
     )

@@ -55,15 +55,13 @@ import jax
 
 from pool3d_pass import environment
 from pool3d_pass.bindings.ffi_calls import contract_functions, input_shape_of
+from pool3d_pass.contract import BACKWARD, BACKWARD_FROM_INDICES, BACKWARD_FROM_INPUT, FORWARD, FORWARD_OUTPUT
 from pool3d_pass.contract.pool_config import PoolConfig, shaped, split
 from pool3d_pass.options import BindingSettings
 
 logger = logging.getLogger("pool3d_pass")
 
 INTERPRET_ENV = environment.GPU_INTERPRET
-DEVICE_KIND_ENV = environment.GPU_DEVICE_KIND
-DEFAULT_DEVICE_KIND = environment.GPU_DEVICE_KIND_DEFAULT
-TRITON_CALL_TARGET = "__gpu$xla.gpu.triton"
 # Kernel names (the Triton kernels' names in the lowered call and in the PTX).
 KERNEL_NAMES = {
     "forward": "pool3d_gpu_forward",
@@ -175,7 +173,7 @@ def _output_shape(g) -> tuple[int, ...]:
     return shaped(g.batch, g.channels, g.out_spatial, g.output_format)
 
 
-def _plan(call: str, input_shape, pool: PoolConfig):
+def _plan(input_shape, pool: PoolConfig):
     """(kernel module, geometry), or (None, reason) where the reference must stand in."""
     kernels, reason = _kernels()
     if kernels is None:
@@ -188,10 +186,10 @@ def _plan(call: str, input_shape, pool: PoolConfig):
 
 
 def _reference(call: str, reason: str):
-    from pool3d_pass.bindings import reference
+    from pool3d_pass.bindings.reference import calls as reference
 
     _warn_fallback(call, reason)
-    return getattr(reference, f"max_pooling_3d_{call}")
+    return reference.FUNCTIONS[call]
 
 
 def _empty(shape, dtype):
@@ -201,7 +199,7 @@ def _empty(shape, dtype):
 # --- the contract's calls -----------------------------------------------------
 
 
-def _run_window_kernel(input, g, kernels, interpret, *, y=None, store_y, store_index, name):  # noqa: A002
+def _run_window_kernel(input, g, kernels, interpret, *, y=None, store_y, store_index, name):
     with contextlib.nullcontext() if interpret else _lowering_device():
         return kernels.window(
             input.reshape(-1), None if y is None else y.reshape(-1), g,
@@ -222,7 +220,7 @@ def _input_shape(g) -> tuple[int, ...]:
 
 
 def _forward(operands, g, kernels, interpret):
-    (input,) = operands  # noqa: A001 - the contract's operand name
+    (input,) = operands  # the contract's operand name
     shape = _output_shape(g)
     if g.out_size == 0:
         return _empty(shape, input.dtype), _empty(shape, jax.numpy.int16)
@@ -231,7 +229,7 @@ def _forward(operands, g, kernels, interpret):
 
 
 def _forward_output(operands, g, kernels, interpret):
-    (input,) = operands  # noqa: A001
+    (input,) = operands  # the contract's operand name
     shape = _output_shape(g)
     if g.out_size == 0:
         return _empty(shape, input.dtype)
@@ -248,7 +246,7 @@ def _backward_from_indices(operands, g, kernels, interpret):
 
 
 def _backward(operands, g, kernels, interpret):
-    grad_output, input, output = operands  # noqa: A001
+    grad_output, input, output = operands
     if g.in_size == 0:
         return _empty(input.shape, input.dtype)
     (index,) = _run_window_kernel(input, g, kernels, interpret, y=output, store_y=False, store_index=True,
@@ -257,7 +255,7 @@ def _backward(operands, g, kernels, interpret):
 
 
 def _backward_from_input(operands, g, kernels, interpret):
-    grad_output, input = operands  # noqa: A001
+    grad_output, input = operands
     if g.in_size == 0:
         return _empty(input.shape, input.dtype)
     (index,) = _run_window_kernel(input, g, kernels, interpret, store_y=False, store_index=True, name="indices")
@@ -279,16 +277,16 @@ def _implement(kind: str, operands: tuple, attributes: dict, settings: BindingSe
     """One call: the CUDA kernels where they serve, else the Pallas kernels, else the reference."""
     cuda = _cuda_calls(settings)
     if cuda is not None:
-        return getattr(cuda, f"max_pooling_3d_{kind}")(*operands, **attributes)
-    kernels, g = _plan(kind, input_shape_of(kind, operands, attributes), PoolConfig.of(attributes))
+        return cuda.FUNCTIONS[kind](*operands, **attributes)
+    kernels, g = _plan(input_shape_of(kind, operands, attributes), PoolConfig.of(attributes))
     if kernels is None:
         return _reference(kind, g)(*operands, **attributes)
     return _PALLAS[kind](operands, g, kernels, settings.gpu_interpret)
 
 
-_CALLS = contract_functions(_implement, _DOCS, takes_settings=True)
-max_pooling_3d_forward = _CALLS["max_pooling_3d_forward"]
-max_pooling_3d_forward_output = _CALLS["max_pooling_3d_forward_output"]
-max_pooling_3d_backward_from_indices = _CALLS["max_pooling_3d_backward_from_indices"]
-max_pooling_3d_backward = _CALLS["max_pooling_3d_backward"]
-max_pooling_3d_backward_from_input = _CALLS["max_pooling_3d_backward_from_input"]
+FUNCTIONS = contract_functions(_implement, _DOCS, takes_settings=True)
+max_pooling_3d_backward = FUNCTIONS[BACKWARD]
+max_pooling_3d_forward = FUNCTIONS[FORWARD]
+max_pooling_3d_forward_output = FUNCTIONS[FORWARD_OUTPUT]
+max_pooling_3d_backward_from_indices = FUNCTIONS[BACKWARD_FROM_INDICES]
+max_pooling_3d_backward_from_input = FUNCTIONS[BACKWARD_FROM_INPUT]

@@ -83,7 +83,7 @@ def use(name: str) -> None:
     if name not in CHOICES:
         raise ValueError(f"implementation must be one of {', '.join(CHOICES)}, got {name!r}")
     os.environ[IMPL_ENV] = name
-    from pool3d_pass import caches  # noqa: PLC0415
+    from pool3d_pass import caches
 
     caches.clear_caches()
 

@@ -16,13 +16,14 @@ import functools
 
 from pool3d_pass.bindings.gpu import calls, implementation
 from pool3d_pass.bindings.partitioned import partitioned_calls
+from pool3d_pass.contract import BACKWARD, BACKWARD_FROM_INDICES, BACKWARD_FROM_INPUT, FORWARD, FORWARD_OUTPUT
 from pool3d_pass.options import BindingSettings
 
 
 @functools.cache
 def _pinned(kind: str, settings: BindingSettings):
     """The single-device function of `kind` with `settings` bound (one object per pair: a cache key)."""
-    function = getattr(calls, f"max_pooling_3d_{kind}")
+    function = calls.FUNCTIONS[kind]
     return functools.update_wrapper(functools.partial(function, settings=settings), function)
 
 
@@ -31,9 +32,9 @@ def _single_device(kind: str, settings: BindingSettings):
     return _pinned(kind, pinned)
 
 
-_CALLS = partitioned_calls(_single_device, "gpu", takes_settings=True)
-max_pooling_3d_backward = _CALLS["max_pooling_3d_backward"]
-max_pooling_3d_forward = _CALLS["max_pooling_3d_forward"]
-max_pooling_3d_forward_output = _CALLS["max_pooling_3d_forward_output"]
-max_pooling_3d_backward_from_indices = _CALLS["max_pooling_3d_backward_from_indices"]
-max_pooling_3d_backward_from_input = _CALLS["max_pooling_3d_backward_from_input"]
+FUNCTIONS = partitioned_calls(_single_device, "gpu", takes_settings=True)
+max_pooling_3d_backward = FUNCTIONS[BACKWARD]
+max_pooling_3d_forward = FUNCTIONS[FORWARD]
+max_pooling_3d_forward_output = FUNCTIONS[FORWARD_OUTPUT]
+max_pooling_3d_backward_from_indices = FUNCTIONS[BACKWARD_FROM_INDICES]
+max_pooling_3d_backward_from_input = FUNCTIONS[BACKWARD_FROM_INPUT]

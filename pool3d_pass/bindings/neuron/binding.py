@@ -11,8 +11,15 @@ no prior to weigh).
 
 from __future__ import annotations
 
-from pool3d_pass.bindings.base import Binding, Calibration, CallSignature, contract_preconditions
+from pool3d_pass.bindings.base import Binding, Calibration, CallSignature, Functions, contract_preconditions
 from pool3d_pass.contract import BACKWARD
+
+
+def functions():
+    """{call: function}: the NKI kernel's one call (`calls.py`; the SDK is imported when it is traced)."""
+    from pool3d_pass.bindings.neuron import calls
+
+    return calls.FUNCTIONS
 
 
 def unsupported(signature: CallSignature) -> str | None:
@@ -29,5 +36,5 @@ def require() -> None:
 
 def make_binding() -> Binding:
     # The NKI kernel recomputes the selection from input and output: Neuron gets the recompute strategy.
-    return Binding("neuron", {BACKWARD: "pool3d_pass.bindings.neuron.calls:max_pooling_3d_backward"}, "neuron",
-                   unsupported, require, calibration=Calibration(verify_first=True, exclusive_device=True, eager=True))
+    return Binding("neuron", Functions(functions, (BACKWARD,)), "neuron", unsupported, require,
+                   calibration=Calibration(verify_first=True, exclusive_device=True, eager=True))

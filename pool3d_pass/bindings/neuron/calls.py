@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import os
 
+from pool3d_pass.bindings.ffi_calls import contract_function
 from pool3d_pass.bindings.neuron.sdk import (
     KERNEL_FUNCTION,
     KERNEL_MODULE,
@@ -29,12 +30,12 @@ from pool3d_pass.bindings.neuron.sdk import (
     problems,
     require,
 )
-from pool3d_pass.bindings.ffi_calls import contract_function
 from pool3d_pass.contract import BACKWARD, SUPPORTED_DTYPES
 from pool3d_pass.contract.pool_config import PoolConfig, split
 
 __all__ = [
     "DEFAULT_LNC",
+    "FUNCTIONS",
     "KERNEL_FUNCTION",
     "KERNEL_MODULE",
     "LNC_VARIABLE",
@@ -184,7 +185,7 @@ def unsupported(signature) -> str | None:
 
 def _backward(kind: str, operands: tuple, attributes: dict):
     """The contract's `backward` call, by nkilib's kernel (see the module docstring)."""
-    grad_output, input, output = operands  # noqa: A001 - the contract's names; the kernel's is input_tensor
+    grad_output, input, output = operands  # the contract's names; the kernel's is input_tensor
     pool = PoolConfig.of(attributes)
     kernel = load_kernel()
     lnc = logical_nc_config()
@@ -215,3 +216,4 @@ def _backward(kind: str, operands: tuple, attributes: dict):
 
 
 max_pooling_3d_backward = contract_function(BACKWARD, _backward)
+FUNCTIONS = {BACKWARD: max_pooling_3d_backward}

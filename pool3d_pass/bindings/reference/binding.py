@@ -7,12 +7,16 @@ No JAX is imported here.
 
 from __future__ import annotations
 
-from pool3d_pass.bindings.base import Binding, contract_preconditions
+from pool3d_pass.bindings.base import Binding, Functions, contract_preconditions
 from pool3d_pass.contract import CALLS
 
-MODULE = "pool3d_pass.bindings.reference.calls"
+
+def functions():
+    """{call: function}: every call of the contract in pure JAX (`calls.py`; imports JAX)."""
+    from pool3d_pass.bindings.reference import calls
+
+    return calls.FUNCTIONS
 
 
 def make_binding() -> Binding:
-    return Binding("reference", {call: f"{MODULE}:max_pooling_3d_{call}" for call in CALLS}, "cpu",
-                   contract_preconditions)
+    return Binding("reference", Functions(functions, CALLS), "cpu", contract_preconditions)

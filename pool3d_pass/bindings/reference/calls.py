@@ -23,7 +23,14 @@ import jax.numpy as jnp
 from jax import lax
 
 from pool3d_pass.bindings.ffi_calls import contract_functions
-from pool3d_pass.contract import NO_SELECTION
+from pool3d_pass.contract import (
+    BACKWARD,
+    BACKWARD_FROM_INDICES,
+    BACKWARD_FROM_INPUT,
+    FORWARD,
+    FORWARD_OUTPUT,
+    NO_SELECTION,
+)
 
 
 def _to_ncdhw(value, layout: str):
@@ -112,7 +119,7 @@ def _scatter(g, indices, input_spatial, kernel_size, stride, padding):
 
 
 def _forward(
-    input, *, kernel_size, stride, padding, data_format="NCDHW", output_format=None  # noqa: A002
+    input, *, kernel_size, stride, padding, data_format="NCDHW", output_format=None
 ):
     output_format = output_format or data_format
     x = _to_ncdhw(input, data_format)
@@ -122,7 +129,7 @@ def _forward(
 
 
 def _forward_output(
-    input, *, kernel_size, stride, padding, data_format="NCDHW", output_format=None  # noqa: A002
+    input, *, kernel_size, stride, padding, data_format="NCDHW", output_format=None
 ):
     """The forward of an inference program: the window maxima, y only."""
     y = _forward_max(_to_ncdhw(input, data_format), kernel_size, stride, padding)
@@ -142,7 +149,7 @@ def _backward_from_indices(
 
 
 def _backward(
-    grad_output, input, output, *, kernel_size, stride, padding, data_format="NCDHW", output_format=None  # noqa: A002
+    grad_output, input, output, *, kernel_size, stride, padding, data_format="NCDHW", output_format=None
 ):
     output_format = output_format or data_format
     x = _to_ncdhw(input, data_format)
@@ -152,7 +159,7 @@ def _backward(
 
 
 def _backward_from_input(
-    grad_output, input, *, kernel_size, stride, padding, data_format="NCDHW", output_format=None  # noqa: A002
+    grad_output, input, *, kernel_size, stride, padding, data_format="NCDHW", output_format=None
 ):
     x = _to_ncdhw(input, data_format)
     y = _forward_max(x, kernel_size, stride, padding)
@@ -165,9 +172,9 @@ def _backward_from_input(
 _IMPLEMENTATIONS = {"forward": _forward, "forward_output": _forward_output,
                     "backward_from_indices": _backward_from_indices, "backward": _backward,
                     "backward_from_input": _backward_from_input}
-_CALLS = contract_functions(lambda kind, operands, attributes: _IMPLEMENTATIONS[kind](*operands, **attributes))
-max_pooling_3d_forward = _CALLS["max_pooling_3d_forward"]
-max_pooling_3d_forward_output = _CALLS["max_pooling_3d_forward_output"]
-max_pooling_3d_backward_from_indices = _CALLS["max_pooling_3d_backward_from_indices"]
-max_pooling_3d_backward = _CALLS["max_pooling_3d_backward"]
-max_pooling_3d_backward_from_input = _CALLS["max_pooling_3d_backward_from_input"]
+FUNCTIONS = contract_functions(lambda kind, operands, attributes: _IMPLEMENTATIONS[kind](*operands, **attributes))
+max_pooling_3d_backward = FUNCTIONS[BACKWARD]
+max_pooling_3d_forward = FUNCTIONS[FORWARD]
+max_pooling_3d_forward_output = FUNCTIONS[FORWARD_OUTPUT]
+max_pooling_3d_backward_from_indices = FUNCTIONS[BACKWARD_FROM_INDICES]
+max_pooling_3d_backward_from_input = FUNCTIONS[BACKWARD_FROM_INPUT]

@@ -18,12 +18,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jax import lax
+from test_cpu_kernel_layer import xla_pool
 
+from oracles.float_bits import float_bits
 from pool3d_pass.bindings import cpu as cpu_binding
 from pool3d_pass.bindings.cpu import TARGET_NAME, max_pooling_3d_backward, register
-
-from float_bits import float_bits
 
 DTYPES = {"f32": jnp.float32, "bf16": jnp.bfloat16, "f16": jnp.float16}
 # Half an ulp, relative, of each element type.
@@ -35,26 +34,9 @@ HALF_ULP = {"f32": 2.0**-24, "bf16": 2.0**-8, "f16": 2.0**-11}
 # ---------------------------------------------------------------------------
 
 
-def _window(layout, k, s, p):
-    k, s = tuple(k), tuple(s)
-    if layout == "NCDHW":
-        return (1, 1) + k, (1, 1) + s, ((0, 0), (0, 0)) + tuple((q, q) for q in p)
-    return (1,) + k + (1,), (1,) + s + (1,), ((0, 0),) + tuple((q, q) for q in p) + ((0, 0),)
-
-
-@functools.lru_cache(maxsize=None)
-def _xla_fns(layout, k, s, p):
-    win, st, pad = _window(layout, k, s, p)
-
-    def fwd(v):
-        return lax.reduce_window(v, -jnp.inf, lax.max, win, st, pad)
-
-    return jax.jit(fwd), jax.jit(lambda v, c: jax.vjp(fwd, v)[1](c)[0])
-
-
 def xla_forward_and_grad(x, g_seed, layout, k, s, p):
     """y = max pool of x, g random of y's shape, and XLA's gradient."""
-    fwd, grad = _xla_fns(layout, tuple(k), tuple(s), tuple(p))
+    fwd, grad = xla_pool(layout, tuple(k), tuple(s), tuple(p))
     y = fwd(x)
     g = jnp.asarray(np.random.RandomState(g_seed).randn(*y.shape).astype(np.float32)).astype(x.dtype)
     return y, g, grad(x, g)
@@ -97,7 +79,7 @@ def contract_reference(g, x, y, k, s, p, data_format="NCDHW", output_format=None
     return _from_ncdhw(acc, data_format)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _kernel_fn(k, s, p, data_format, output_format):
     return jax.jit(
         lambda a, b, c: max_pooling_3d_backward(
@@ -329,7 +311,7 @@ def _errors_on_threads(fn, n):
     def go():
         try:
             fn()
-        except Exception as exc:  # pragma: no cover - failure path
+        except Exception as exc:  # noqa: BLE001 - any failure on a thread is collected; the test raises it
             errors.append(exc)
 
     ts = [threading.Thread(target=go) for _ in range(n)]

@@ -22,6 +22,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from jax import lax
+from test_cpu_kernel_layer import (
+    DTYPES,
+    KINDS,
+    bits,
+    cast,
+    check_against_spec,
+    draw_problem,
+    from_layout,
+    make_x,
+    spec_forward,
+    to_layout,
+    window_config,
+)
 
 from pool3d_pass.bindings import cpu, reference
 from pool3d_pass.bindings.cpu import partitioned as cpu_partitioned
@@ -29,18 +42,6 @@ from pool3d_pass.contract import FORWARD_OUTPUT, TARGETS
 from pool3d_pass.contract.sharding import sharding_rule
 
 from kernel_examples import KernelExamples
-from test_cpu_kernel_layer import (
-    DTYPES,
-    KINDS,
-    bits,
-    cast,
-    check_against_spec,
-    from_layout,
-    make_x,
-    spec_forward,
-    to_layout,
-    window_config,
-)
 
 # kernel, stride, padding
 WINDOWS = [
@@ -66,13 +67,13 @@ def _ids(w):
     return f"k{w[0]}-s{w[1]}-p{w[2]}"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _forward_output(k, s, p, layout):
     a = dict(kernel_size=k, stride=s, padding=p, data_format=layout)
     return jax.jit(lambda x: cpu.max_pooling_3d_forward_output(x, **a))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _reduce_window(k, s, p, layout):
     win, st_, pad = window_config(layout, k, s, p)
     return jax.jit(lambda v: lax.reduce_window(v, jnp.array(-jnp.inf, v.dtype), lax.max, win, st_, pad))
@@ -162,11 +163,7 @@ def test_drawn_channels_last_configurations():
         kind=st.sampled_from(KINDS),
     )
     def drawn(data, dtype, kind):
-        k = tuple(data.draw(st.integers(1, 3)) for _ in range(3))
-        s = tuple(data.draw(st.integers(1, 3)) for _ in range(3))
-        p = tuple(data.draw(st.integers(0, kk - 1)) for kk in k)
-        spatial = tuple(data.draw(st.integers(max(1, kk - 2 * q), 6)) for kk, q in zip(k, p))
-        shape = (data.draw(st.integers(1, 2)), data.draw(st.integers(1, 256))) + spatial
+        k, s, p, shape = draw_problem(data, max_extent=6, max_channels=256)
         x32 = make_x(kind, shape, seed=data.draw(st.integers(0, 1000)))
         check_against_spec(x32, DTYPES[dtype], k, s, p, "NDHWC", kind, check_xla=False, kernel=layer)
         layout = data.draw(st.sampled_from(["NCDHW", "NDHWC"]))

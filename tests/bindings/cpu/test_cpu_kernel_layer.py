@@ -26,10 +26,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jax import lax
 
+from oracles.float_bits import float_bits
 from pool3d_pass.bindings import cpu
 from pool3d_pass.contract import NO_SELECTION, TARGETS, pooled_extent
 
-from float_bits import float_bits
 from kernel_examples import KernelExamples
 
 DTYPES = {"f32": np.dtype(np.float32), "bf16": np.dtype(ml_dtypes.bfloat16), "f16": np.dtype(np.float16)}
@@ -104,7 +104,7 @@ def cast(a32, dtype):
 
 
 def bits(a):
-    """Every bit, NaN payloads included (the kernels keep the window's first NaN): tests/support/float_bits.py."""
+    """Every bit, NaN payloads included (the kernels keep the window's first NaN): oracles/float_bits.py."""
     return float_bits(a, nan="exact")
 
 
@@ -184,13 +184,13 @@ def overlapping(k, s):
 # ---------------------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _from_indices_call(k, s, p, data_format, output_format, input_shape):
     a = dict(kernel_size=k, stride=s, padding=p, data_format=data_format, output_format=output_format)
     return jax.jit(lambda g, i: cpu.max_pooling_3d_backward_from_indices(g, i, input_shape=input_shape, **a))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _layer_program(k, s, p, data_format, output_format, input_shape):
     """The four calls in one program, (x, g) -> (y, idx, from_indices, from_input, backward):
     one XLA compile per configuration instead of four (the suite's time is mostly compiles).
@@ -226,8 +226,18 @@ def window_config(layout, k, s, p):
     return (1,) + k + (1,), (1,) + s + (1,), ((0, 0),) + tuple((q, q) for q in p) + ((0, 0),)
 
 
-@functools.lru_cache(maxsize=None)
-def _xla(layout, k, s, p):
+def draw_problem(data, max_extent: int, max_channels: int):
+    """A drawn window (k, s, p), each at most 3, and an NCDHW shape with a window in every dimension."""
+    k = tuple(data.draw(st.integers(1, 3)) for _ in range(3))
+    s = tuple(data.draw(st.integers(1, 3)) for _ in range(3))
+    p = tuple(data.draw(st.integers(0, kk - 1)) for kk in k)
+    spatial = tuple(data.draw(st.integers(max(1, kk - 2 * q), max_extent)) for kk, q in zip(k, p))
+    return k, s, p, (data.draw(st.integers(1, 2)), data.draw(st.integers(1, max_channels))) + spatial
+
+
+@functools.cache
+def xla_pool(layout, k, s, p):
+    """XLA's jitted max pool and its gradient (of x, given the output's cotangent) for one window."""
     win, st_, pad = window_config(layout, k, s, p)
 
     def fwd(v):
@@ -259,7 +269,7 @@ def check_against_spec(x32_ncdhw, dtype, k, s, p, layout, kind, check_xla=True, 
         bound = half_ulp * np.abs(exact) + np.prod(k) * 2.0**-24 * magnitude + 1e-30
         assert np.all(np.abs(ours - exact) <= bound), kind
     if check_xla:
-        xla_fwd, xla_grad = _xla(layout, tuple(k), tuple(s), tuple(p))
+        xla_fwd, xla_grad = xla_pool(layout, tuple(k), tuple(s), tuple(p))
         y_x = np.asarray(xla_fwd(x))
         np.testing.assert_array_equal(np.isnan(y_x.astype(np.float32)), np.isnan(y.astype(np.float32)), err_msg=kind)
         keep = ~np.isnan(y_x.astype(np.float32))
@@ -324,7 +334,7 @@ def test_signed_zeros_and_all_neg_inf_windows():
         ([-np.inf, np.inf, np.inf], np.inf, 1),
         ([1.0, np.nan, 2.0], np.nan, NO_SELECTION),
     ]
-    xla_fwd, _ = _xla("NCDHW", (1, 1, 3), (1, 1, 3), (0, 0, 0))
+    xla_fwd, _ = xla_pool("NCDHW", (1, 1, 3), (1, 1, 3), (0, 0, 0))
     for dtype in DTYPES.values():
         x = cast(np.array([c[0] for c in cases], np.float32).reshape(1, len(cases), 1, 1, 3), dtype)
         y, idx, _, _ = run_all(x, 3, (1, 1, 3), (1, 1, 3), (0, 0, 0), "NCDHW")
@@ -411,11 +421,7 @@ def test_drawn_configurations():
         kind=st.sampled_from(KINDS),
     )
     def drawn(data, layout, dtype, kind):
-        k = tuple(data.draw(st.integers(1, 3)) for _ in range(3))
-        s = tuple(data.draw(st.integers(1, 3)) for _ in range(3))
-        p = tuple(data.draw(st.integers(0, kk - 1)) for kk in k)
-        spatial = tuple(data.draw(st.integers(max(1, kk - 2 * q), 7)) for kk, q in zip(k, p))
-        shape = (data.draw(st.integers(1, 2)), data.draw(st.integers(1, 5))) + spatial
+        k, s, p, shape = draw_problem(data, max_extent=7, max_channels=5)
         x32 = make_x(kind, shape, seed=data.draw(st.integers(0, 1000)))
         check_against_spec(x32, DTYPES[dtype], k, s, p, layout, kind, check_xla=False, kernel=kernel)
 

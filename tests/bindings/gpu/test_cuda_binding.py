@@ -30,7 +30,7 @@ from pool3d_pass.bindings.gpu.cuda import build as cuda_build
 from pool3d_pass.bindings.gpu.cuda import library as cuda_library
 from pool3d_pass.contract import TARGETS
 
-from corpus import ENTRIES, FIXTURES  # noqa: E402
+from corpus import ENTRIES, FIXTURES
 
 # These tests lower the Pallas kernels directly, not through the pass (which logs JAX's
 # deprecation of its Triton backend once instead: tests/bindings/gpu/test_gpu_auto.py).

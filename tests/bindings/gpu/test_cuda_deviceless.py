@@ -3,7 +3,7 @@
 Needs JAX's CUDA plugin (`make gpu-compile-check` installs it into
 .venv-gpu and runs this file there) and the CUDA kernels' library (built by
 CMakeLists.txt where nvcc is found); elsewhere these tests skip, saying which is
-missing. For every bench case (bench/cases.py FULL_CASES), both jobs and both
+missing. For every bench case (cases/pooling.py FULL_CASES), both jobs and both
 explicit strategies, `pool3d_pass.jit` with the CUDA kernels is compiled by
 XLA:GPU for a compile-only H200: the compiled program holds the contract's
 calls (which XLA:GPU resolves to the library's FFI handlers: an unregistered
@@ -56,13 +56,13 @@ def test_rewritten_bench_programs_compile_for_h200_with_the_cuda_kernels(h200, j
     import jax.numpy as jnp
 
     import pool3d_pass
-    from bench import cases
+    from cases import pooling
 
-    for case in cases.FULL_CASES:
-        dtype = jnp.dtype(cases.np_dtype(case.dtype))
+    for case in pooling.FULL_CASES:
+        dtype = jnp.dtype(pooling.np_dtype(case.dtype))
         x = jax.ShapeDtypeStruct(case.shape, dtype, sharding=h200)
         g = jax.ShapeDtypeStruct(case.out_shape(), dtype, sharding=h200)
-        hlo = pool3d_pass.jit(cases.jax_job(job, cases.pool_fn(case)), strategy=strategy).lower(x, g).compile().as_text()
+        hlo = pool3d_pass.jit(pooling.jax_job(job, pooling.pool_fn(case)), strategy=strategy).lower(x, g).compile().as_text()
         targets = set(re.findall(r'custom_call_target="([^"]+)"', hlo))
         assert EXPECTED[(strategy, job)] <= targets, (case.name, sorted(targets))
         assert not any("triton" in t for t in targets), (case.name, sorted(targets))
@@ -135,7 +135,7 @@ def test_batch_sharded_programs_run_one_kernel_call_per_gpu_on_its_shard(gpus, p
     from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
     import pool3d_pass
-    from compiled_hlo import kernel_operand_shapes
+    from oracles.compiled_hlo import kernel_operand_shapes
 
     strategy, function, calls = SHARDED_PROGRAMS[program]
     mesh = Mesh(np.array(deviceless.h200_devices(gpus)), ("data",))
@@ -155,7 +155,8 @@ def _shard_map_programs(devices):
     import jax
     import jax.numpy as jnp
     import numpy as np
-    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+    from jax.sharding import Mesh, NamedSharding
+    from jax.sharding import PartitionSpec as P
 
     line = Mesh(np.array(devices), ("b",))
     grid = Mesh(np.array(devices).reshape(2, 2), ("b", "m"))
@@ -175,7 +176,7 @@ def test_shard_map_and_pmap_bodies_get_the_single_gpu_kernels(program):
     import jax
 
     import pool3d_pass
-    from compiled_hlo import kernel_operand_shapes
+    from oracles.compiled_hlo import kernel_operand_shapes
 
     function, x = _shard_map_programs(deviceless.h200_devices(4))[program]
     plain = jax.jit(function).lower(x).compile().as_text()

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ctypes
 import fcntl
+import functools
 import hashlib
 import os
 import shutil
@@ -463,7 +464,7 @@ def test_ragged_rows_store_only_their_windows(host_elements, dtype):
         run(host_elements, FORWARD, dtype, shape, k, s, p, False, False, options(dtype, max_blocks=1, threads=64),
             x=x, y=y, idx=idx)
         attrs = dict(kernel_size=k, stride=s, padding=p, data_format="NCDHW", output_format="NCDHW")
-        y_want, idx_want = jax.jit(lambda x: cpu.max_pooling_3d_forward(x, **attrs))(x)
+        y_want, idx_want = jax.jit(functools.partial(cpu.max_pooling_3d_forward, **attrs))(x)
         np.testing.assert_array_equal(idx, np.asarray(idx_want), err_msg=name)
         assert_same(y, np.asarray(y_want), name)
         assert (idx_all[count:] == 0x5A5A).all() and (bits(y_all[count:]) == bits(poisoned((16,), y.dtype))).all()

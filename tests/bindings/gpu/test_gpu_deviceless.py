@@ -71,7 +71,7 @@ def test_rewritten_bench_programs_compile_for_h200_without_spills(tmp_path):
 
 def test_gpu_check_dry_run(tmp_path):
     """The device check (checks/device_check/) on CPU (interpret mode), beside the CUDA plugin where it is installed: its
-    numerics stage's checks pass (tests/bench/test_device_check.py runs the jobs stage's)."""
+    numerics stage's checks pass (tests/checks/test_device_check.py runs the jobs stage's)."""
     done = run_check("device_check", "--platform", "cpu", "--no-torch", "--budget-s", "45", "--stages",
                       "numerics", "--out", str(tmp_path))
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
@@ -100,7 +100,7 @@ def test_batch_sharded_layer_compiles_for_two_h200s_with_the_pallas_kernels_per_
     pool3d_pass.clear_caches()
 
     def layer(x):
-        pool = lambda v: lax.reduce_window(v, -jnp.inf, lax.max, (1, 1, 2, 2, 2), (1, 1, 2, 2, 2), "VALID")  # noqa: E731
+        pool = lambda v: lax.reduce_window(v, -jnp.inf, lax.max, (1, 1, 2, 2, 2), (1, 1, 2, 2, 2), "VALID")
         y, vjp = jax.vjp(pool, x)
         return y, vjp(2 * y - 1)[0]
 

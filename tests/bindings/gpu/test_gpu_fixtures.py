@@ -16,14 +16,15 @@ from __future__ import annotations
 import os
 
 import pytest
+
+import pool3d_pass
+from oracles.xla_runner import run_stablehlo
+from pool3d_pass.bindings.gpu import calls
+from pool3d_pass.splicing import splice
+
 from corpus import ENTRIES, FIXTURES
 from fixture_numerics import compare_outputs, make_args
 from spec_oracle import spec_text
-from xla_runner import run_stablehlo
-
-import pool3d_pass
-from pool3d_pass.bindings.gpu import calls
-from pool3d_pass.splicing import splice
 
 pytestmark = pytest.mark.gpu
 

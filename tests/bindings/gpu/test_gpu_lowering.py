@@ -25,12 +25,11 @@ from pool3d_pass.bindings.gpu import binding as gpu_binding
 from pool3d_pass.bindings.gpu import calls
 from pool3d_pass.bindings.gpu.pallas import kernels
 from pool3d_pass.bindings.registry import CallSignature
-from pool3d_pass.contract import CALLS
 from pool3d_pass.contract.pool_config import PoolConfig
 from pool3d_pass.integration import module_rewrite
 from pool3d_pass.rewriting.strategy import preferred_strategy
 
-from corpus import ENTRIES, FIXTURES  # noqa: E402
+from corpus import ENTRIES, FIXTURES
 
 # These tests lower the Pallas kernels directly, not through the pass (which logs JAX's
 # deprecation of its Triton backend once instead: tests/bindings/gpu/test_gpu_auto.py).
@@ -192,7 +191,7 @@ def test_the_compile_hook_routes_platform_gpu(caplog):
     from jax import lax
 
     def grad(x):
-        pool = lambda v: lax.reduce_window(v, -jnp.inf, lax.max, (1, 1, 2, 2, 2), (1, 1, 2, 2, 2), "VALID")  # noqa: E731
+        pool = lambda v: lax.reduce_window(v, -jnp.inf, lax.max, (1, 1, 2, 2, 2), (1, 1, 2, 2, 2), "VALID")
         return jax.grad(lambda v: jnp.sum(pool(v).astype(jnp.float32) ** 2))(x)
 
     # bf16 NCDHW k2 s2: measured slower than XLA:GPU, so auto leaves it (bindings/gpu/measured.py)

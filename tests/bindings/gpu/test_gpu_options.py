@@ -17,7 +17,7 @@ from pool3d_pass.cli.pool3d_opt import main
 from pool3d_pass.contract import TARGETS
 from pool3d_pass.options import BindingSettings, PassOptions
 
-from corpus import FIXTURES  # noqa: E402
+from corpus import FIXTURES
 
 pytestmark = [pytest.mark.gpu, pytest.mark.filterwarnings("ignore:The Pallas Triton backend is deprecated:DeprecationWarning")]
 TRITON = "__gpu$xla.gpu.triton"

@@ -2,7 +2,7 @@
 
 POOL3D_GPU_INTERPRET=1 runs the same kernel bodies as plain StableHLO
 (bindings/gpu/calls.py). Judged against the float64 numpy statement
-(tests/support/contract_numpy.py: selection, gradient) and the pure-JAX reference binding
+(oracles/contract_numpy.py: selection, gradient) and the pure-JAX reference binding
 (bindings/reference.py: forward maxima bit for bit, as XLA's reduce_window
 computes them): every call over hypothesis configurations (both layouts,
 f32/bf16/f16, overlapping windows, padding), then the tie-heavy, -inf, NaN,
@@ -26,14 +26,15 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from contract_numpy import assert_bit_exact, check_pool_gradient, max_pool_grad_reference
-from float_bits import assert_same_bits
-from kernel_examples import KernelExamples
 
+from oracles.contract_numpy import assert_bit_exact, check_pool_gradient, max_pool_grad_reference
+from oracles.float_bits import assert_same_bits
 from pool3d_pass.bindings import reference as jax_reference
 from pool3d_pass.bindings.gpu import calls
 from pool3d_pass.bindings.gpu.pallas import kernels
 from pool3d_pass.contract.pool_config import PoolConfig
+
+from kernel_examples import KernelExamples
 
 pytestmark = pytest.mark.gpu
 

@@ -28,17 +28,18 @@ import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
 import pytest
-from contract_numpy import max_pool_grad_reference, output_shape
-from corpus import ENTRIES, EXAMPLE, ROOT, SUPPORT, fixture_text
 
 import pool3d_pass
+from oracles.contract_numpy import max_pool_grad_reference, output_shape
 from pool3d_pass.bindings import neuron, registry
 from pool3d_pass.bindings.neuron import sdk
 from pool3d_pass.bindings.registry import CallSignature
-from pool3d_pass.contract.pool_config import PoolConfig
 from pool3d_pass.cli.pool3d_opt import main
+from pool3d_pass.contract.pool_config import PoolConfig
 from pool3d_pass.integration import module_rewrite
-from pool3d_pass.ir_context import make_context
+from pool3d_pass.ir.context import make_context
+
+from corpus import ENTRIES, EXAMPLE, ROOT, SUPPORT, fixture_text
 
 STANDIN = SUPPORT / "neuron_sdk_standin"
 PLACEHOLDER = SUPPORT / "neuron_registry_placeholder"
@@ -179,27 +180,26 @@ def test_the_compile_hooks_lowering_for_neuron_splices_the_kernel(standin, monke
     assert_launched_as_documented(launches_in(text, standin), 2)
 
 
-def test_an_empty_batch_returns_the_empty_result_without_a_launch(standin):
+def lowered_k2s2_backward(*shapes):
+    """The neuron binding's NCDHW k2 s2 backward call on f32 operands of these (g, x, y) shapes, lowered for neuron."""
     function = registry.binding_for("neuron").function()
-    args = [jax.ShapeDtypeStruct(shape, jnp.float32) for shape in ((0, 3, 2, 2, 2), (0, 3, 4, 4, 4), (0, 3, 2, 2, 2))]
+    args = [jax.ShapeDtypeStruct(shape, jnp.float32) for shape in shapes]
 
     def backward(g, x, y):
         return function(g, x, y, kernel_size=(2, 2, 2), stride=(2, 2, 2), padding=(0, 0, 0), data_format="NCDHW")
 
-    text = jax.jit(backward).trace(*args).lower(lowering_platforms=("neuron",)).as_text()
+    return jax.jit(backward).trace(*args).lower(lowering_platforms=("neuron",)).as_text()
+
+
+def test_an_empty_batch_returns_the_empty_result_without_a_launch(standin):
+    text = lowered_k2s2_backward((0, 3, 2, 2, 2), (0, 3, 4, 4, 4), (0, 3, 2, 2, 2))
     assert "AwsNeuronCustomNativeKernel" not in text and "tensor<0x3x4x4x4xf32>" in text
 
 
 def test_input_after_the_last_window_is_trimmed_before_the_kernel(standin):
     # D = 7 with k2 s2: the last window ends at 6; the kernel gets the covered 6 and the
     # result is zero-padded back (the kernel would read past its tile there).
-    function = registry.binding_for("neuron").function()
-    args = [jax.ShapeDtypeStruct(shape, jnp.float32) for shape in ((2, 3, 3, 4, 4), (2, 3, 7, 8, 8), (2, 3, 3, 4, 4))]
-
-    def backward(g, x, y):
-        return function(g, x, y, kernel_size=(2, 2, 2), stride=(2, 2, 2), padding=(0, 0, 0), data_format="NCDHW")
-
-    text = jax.jit(backward).trace(*args).lower(lowering_platforms=("neuron",)).as_text()
+    text = lowered_k2s2_backward((2, 3, 3, 4, 4), (2, 3, 7, 8, 8), (2, 3, 3, 4, 4))
     (launch,) = launches_in(text, standin)
     assert launch["shapes"]["input_tensor"] == [2, 3, 6, 8, 8]
     assert "stablehlo.pad" in text and "-> tensor<2x3x7x8x8xf32>" in text
@@ -213,13 +213,7 @@ def test_the_kernel_is_never_wrapped_in_nki_jit_again(standin, monkeypatch):
     monkeypatch.setattr(standin, "jit", lambda *args, **options: wrapped.append(args))
     grid = standin.Kernel.__getitem__
     monkeypatch.setattr(standin.Kernel, "__getitem__", lambda self, lnc: launched.append(self) or grid(self, lnc))
-    function = registry.binding_for("neuron").function()
-    args = [jax.ShapeDtypeStruct(shape, jnp.float32) for shape in ((2, 3, 4, 4, 4), (2, 3, 8, 8, 8), (2, 3, 4, 4, 4))]
-
-    def backward(g, x, y):
-        return function(g, x, y, kernel_size=(2, 2, 2), stride=(2, 2, 2), padding=(0, 0, 0), data_format="NCDHW")
-
-    text = jax.jit(backward).trace(*args).lower(lowering_platforms=("neuron",)).as_text()
+    text = lowered_k2s2_backward((2, 3, 4, 4, 4), (2, 3, 8, 8, 8), (2, 3, 4, 4, 4))
     assert wrapped == [] and len(launched) == 1 and launched[0] is kernel
     assert_launched_as_documented(launches_in(text, standin), neuron.DEFAULT_LNC)
 
@@ -277,7 +271,7 @@ def test_the_binding_hands_the_kernel_each_tensor_and_attribute_in_its_place(sta
 
 def bench_programs() -> list[str]:
     """The bench's pooling problems (quick set), both jobs, lowered by JAX for neuron."""
-    from bench.cases import JOBS, QUICK_CASES, jax_job, np_dtype, pool_fn
+    from cases.pooling import JOBS, QUICK_CASES, jax_job, np_dtype, pool_fn
 
     programs = []
     for case in QUICK_CASES:

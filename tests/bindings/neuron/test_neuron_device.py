@@ -23,12 +23,12 @@ if missing_packages():
         allow_module_level=True,
     )
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-from jax import lax  # noqa: E402
-from contract_numpy import max_pool_grad_reference  # noqa: E402
+import jax
+import jax.numpy as jnp
+from jax import lax
 
-import pool3d_pass  # noqa: E402
+import pool3d_pass
+from oracles.contract_numpy import max_pool_grad_reference
 
 pytestmark = pytest.mark.neuron
 

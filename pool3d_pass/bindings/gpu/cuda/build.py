@@ -84,7 +84,7 @@ def gpu_driver() -> str | None:
     """Where this machine shows an NVIDIA driver (its file, or its library where it loads), or None."""
     if os.path.exists(DRIVER_FILE):
         return DRIVER_FILE
-    import ctypes  # noqa: PLC0415
+    import ctypes
 
     try:
         ctypes.CDLL(DRIVER_LIBRARY)
@@ -218,7 +218,7 @@ def targets() -> str:
 def main(argv: list[str] | None = None) -> int:
     """The build's entry point (CMakeLists.txt): a missing or failing nvcc is reported, an error only where
     $POOL3D_REQUIRE_CUDA is 1 (a release build)."""
-    import argparse  # noqa: PLC0415
+    import argparse
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--depends", action="store_true", help="print the files the library is built from")

@@ -6,7 +6,7 @@ shared_hbm = "shared_hbm"
 sbuf = "sbuf"
 
 
-class ndarray:  # noqa: N801 - the SDK's name
+class ndarray:  # the SDK's name
     """A tensor allocation: its shape and dtype are all the stand-in's 'trace' reads."""
 
     def __init__(self, shape, dtype, buffer=None):

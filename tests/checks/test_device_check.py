@@ -31,6 +31,7 @@ import pytest
 from checks.device_check import speed_table, summary
 from checks.device_check.record import JSONL, Budget, Recorder, read_records
 from checks.device_check.timing import device_cases
+
 from corpus import ROOT
 
 pytestmark = pytest.mark.gpu

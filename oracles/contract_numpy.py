@@ -22,15 +22,14 @@ tolerance is measured.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import ml_dtypes
 import numpy as np
 
+from oracles.float_bits import assert_same_bits
 from pool3d_pass.contract import pooled_extent
-
-from float_bits import assert_same_bits
 
 __all__ = [
     "Reference",

@@ -41,20 +41,22 @@ def check_mlir_api() -> None:
 
 check_mlir_api()
 
-from jaxlib.mlir import ir  # noqa: E402
-from jaxlib.mlir._mlir_libs import _jax_mlir_ext  # noqa: E402
-from jaxlib.mlir.dialects import chlo, mhlo, sdy, stablehlo  # noqa: E402
+from jaxlib.mlir import ir  # noqa: E402 - after check_mlir_api, which names what a jaxlib lacks
+from jaxlib.mlir._mlir_libs import _jax_mlir_ext  # noqa: E402 - likewise
+from jaxlib.mlir.dialects import chlo, mhlo, sdy, stablehlo  # noqa: E402 - likewise
+
+# Every dialect JAX emits beside func, with how each is registered in a context.
+DIALECTS = {"stablehlo": stablehlo.register_dialect, "chlo": chlo.register_dialect, "sdy": sdy.register_dialect,
+            "mhlo": mhlo.register_mhlo_dialect}
 
 
-def make_context() -> ir.Context:
-    """A context that knows every dialect JAX emits (func, stablehlo, chlo, sdy, mhlo)."""
+def make_context(dialects: tuple[str, ...] = tuple(DIALECTS)) -> ir.Context:
+    """A context that knows func and `dialects` (default: every dialect JAX emits)."""
     registry = ir.DialectRegistry()
     _jax_mlir_ext.register_dialects(registry)
     context = ir.Context()
     context.append_dialect_registry(registry)
     context.load_all_available_dialects()
-    stablehlo.register_dialect(context)
-    chlo.register_dialect(context)
-    sdy.register_dialect(context)
-    mhlo.register_mhlo_dialect(context)
+    for name in dialects:
+        DIALECTS[name](context)
     return context

@@ -1,6 +1,6 @@
 """Seeded fuzzing of `pool3d-opt`: every input gives output or one error line, never a crash.
 
-A fixed draw (checks/fuzz_cli.py, seed `SEED`) of ~300 inputs built from the lit
+A fixed draw (cases/hostile_mlir.py, seed `SEED`) of ~300 inputs built from the lit
 tests, the fixtures and generated max-pool gradients: syntactic mutations,
 semantic mutations of the select and scatter regions and of the attributes
 and element types, and crash-class inputs (nesting at and past the limit,
@@ -22,7 +22,8 @@ bit (integer-valued data: every sum is exact in every element type). Those
 checks run in one test, `test_rewritten_inputs_match_the_spec`, which counts
 them where they run and asserts a floor of `MIN_NUMERICS_CHECKS` inputs.
 
-The >= 500-input subprocess run is `python -m checks.fuzz_cli`.
+The runs and the judgement are checks/fuzz_cli.py's, whose >= 500-input
+subprocess run is `python -m checks.fuzz_cli`.
 """
 
 from __future__ import annotations
@@ -33,15 +34,16 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from spec_oracle import spec_outputs
-from xla_runner import main_signature, run_stablehlo
-
+from cases import hostile_mlir as hostile
 from checks import fuzz_cli as cf
+from oracles.xla_runner import main_signature, run_stablehlo
+
+from spec_oracle import spec_outputs
 
 SEED = 20261130
-CASES = cf.draw_cases(SEED, syntactic=140, semantic=150, crash=0)
+CASES = hostile.draw_cases(SEED, syntactic=140, semantic=150, crash=0)
 CRASH_CASES = [
-    case for case in cf.crash_class_cases(random.Random(SEED), 40)
+    case for case in hostile.crash_class_cases(random.Random(SEED), 40)
     if any(key in case.name for key in (
         "nest_module_over", "nest_module_at_limit", "nest_case_over", "nest_case_at_limit", "nest_tuple_over",
         "nest_callsite_over", "nest_array_at_limit", "nest_alias_chain_over", "int_literal", "wide_int",
@@ -49,10 +51,10 @@ CRASH_CASES = [
 ]
 # A binding spliced in (--target=cpu) lowers through JAX, which makes a PJRT
 # client: its C++ INFO lines must not reach stderr (only a subprocess sees fd 2).
-CRASH_CASES.append(cf.Case("subprocess/target_cpu_stderr", cf.gradient_seeds()["k3s2p1_f32_pad"],
+CRASH_CASES.append(hostile.Case("subprocess/target_cpu_stderr", hostile.gradient_seeds()["k3s2p1_f32_pad"],
                            ("--target=cpu", "--stats")))
 # Valid input at the nesting limit that the pass walks (a location's frames): rewritten, not an error.
-CRASH_CASES.append(cf.Case("subprocess/name_location_at_limit", cf.name_location_gradient(990), ("--stats",)))
+CRASH_CASES.append(hostile.Case("subprocess/name_location_at_limit", hostile.name_location_gradient(990), ("--stats",)))
 FAMILIES = ("smallint", "signed_zeros", "constant")
 # Inputs of the draw whose rewrite check_numerics compares with the spec (42 with this seed).
 MIN_NUMERICS_CHECKS = 40
@@ -89,7 +91,7 @@ class NumericsChecks:
         self.inputs = self.results = 0
 
 
-def check_numerics(case: cf.Case, rewritten: str, checks: NumericsChecks) -> None:
+def check_numerics(case: hostile.Case, rewritten: str, checks: NumericsChecks) -> None:
     for family in FAMILIES:
         args = tie_heavy_args(case.text, family, seed=sum(map(ord, case.name + family)))
         expected = spec_outputs(case.text, args)
@@ -105,7 +107,7 @@ def check_numerics(case: cf.Case, rewritten: str, checks: NumericsChecks) -> Non
     checks.inputs += 1
 
 
-def rewritten(case: cf.Case, outcome: cf.Outcome) -> bool:
+def rewritten(case: hostile.Case, outcome: cf.Outcome) -> bool:
     """Whether the pass rewrote an input that holds no pool3d call: its output holds one."""
     assert "pool3d." not in case.text
     calls = cf.pool3d_calls(outcome.output)
@@ -150,7 +152,7 @@ def test_cli_subprocess_crash_class(case, tmp_path):
 def test_the_draw_covers_every_kind_of_mutation():
     """Guard: the seeded draw exercises every mutation, rewrites some inputs and checks their numerics."""
     names = " ".join(c.name for c in CASES)
-    for mutate in cf.SYNTACTIC + cf.SEMANTIC:
+    for mutate in hostile.SYNTACTIC + hostile.SEMANTIC:
         assert mutate.__name__ in names, mutate.__name__
     assert sum(c.numerics for c in CASES) >= 100
     assert len(CASES) + len(CRASH_CASES) >= 300

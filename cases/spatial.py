@@ -1,7 +1,7 @@
 """The spatially sharded cases' factors, their pairwise covering selection, and what each must show.
 
-Data and arithmetic, no JAX at import: tests/support/spatial_cases.py runs
-the cases in a child process per device count; tests/integration/test_spatial_sharding.py
+Data and arithmetic, no JAX at import: `RUNNER` (spatial_run.py) runs
+the cases in a child process per device count (cases/children.py); tests/integration/test_spatial_sharding.py
 (the pairwise `CASES`) and checks/spatial_sweep.py (every combination) judge
 the records with `problems`. The pools and the depth-sharded training step
 (`max_pool`, `conv_pool_step`) are shared with the deviceless GPU compile
@@ -11,6 +11,9 @@ the records with `problems`. The pools and the depth-sharded training step
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
+
+RUNNER = Path(__file__).with_name("spatial_run.py")  # python spatial_run.py N [--all] [--match ...]
 
 # (kernel_size, stride, padding) per spatial axis D, H, W
 WINDOWS = {

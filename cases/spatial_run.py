@@ -1,6 +1,6 @@
 """Spatially sharded pools on N host CPU devices (see tests/integration/test_spatial_sharding.py).
 
-`python spatial_cases.py N [--all] [--match TEXT,...]` runs the cases of `CASES` for N devices
+`python cases/spatial_run.py N [--all] [--match TEXT,...]` (cases/children.py starts it) runs the cases of `CASES` for N devices
 (N = 2, 4 or 8) and prints one JSON line per case. A case is a pool split
 along one pooled dimension (D, H or W) of a volume in NCDHW or NDHWC, of one
 element type, window (`WINDOWS`), job (`JOBS`: a layer's forward + gradient,
@@ -40,21 +40,19 @@ import sys
 DEVICES = int(sys.argv[1]) if len(sys.argv) > 1 else 4
 os.environ["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "") + f" --xla_force_host_platform_device_count={DEVICES}"
 
-import json  # noqa: E402
-import logging  # noqa: E402
-import zlib  # noqa: E402
+import json
+import logging
+import zlib
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
-from jax import lax  # noqa: E402
-from jax.sharding import Mesh, NamedSharding  # noqa: E402
-from jax.sharding import PartitionSpec as P  # noqa: E402
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
 
-import pool3d_pass  # noqa: E402
-
-from compiled_hlo import collectives, kernel_calls, kernel_operand_shapes, pool_gradient_ops  # noqa: E402
-from spatial_cases_table import (  # noqa: E402
+import pool3d_pass
+from cases.spatial import (
     CASES,
     FACTORS,
     STEPS,
@@ -66,6 +64,8 @@ from spatial_cases_table import (  # noqa: E402
     name_of,
     step_shapes,
 )
+from oracles.compiled_hlo import collectives, kernel_calls, kernel_operand_shapes, pool_gradient_ops
+
 
 def every_case() -> list[dict]:
     """The full cross product for this device count, less the excluded combinations."""
