@@ -79,6 +79,10 @@ def _files_digest(folders: tuple[str, ...]) -> str:
     return digest.hexdigest()[:16]
 
 
+LAUNCH_VARIABLES = (environment.KERNEL_LIBRARY, environment.CUDA_LIBRARY, environment.CUDA_THREADS,
+                    environment.CUDA_VECTOR, environment.CPU_THREADS)
+
+
 def kernels(binding, settings) -> str:
     """Which kernels serve and a digest of their files (the `kernels` field of `Device`)."""
     spec = importlib.util.find_spec(binding.functions.load.__module__)  # the platform's package (its binding.py)
@@ -86,7 +90,9 @@ def kernels(binding, settings) -> str:
     extensions = sorted(getattr(module, "__file__", "") or "" for name, module in list(sys.modules.items())
                         if name.startswith("pool3d_pass.bindings.") and str(getattr(module, "__file__", "")).endswith(
                             (".so", ".pyd")))
-    extra = hashlib.sha256("\n".join(extensions + [os.environ.get(environment.KERNEL_LIBRARY, "")]).encode())
+    # the variables that choose another build or another launch of the same kernels (environment.py)
+    launch = [f"{name}={os.environ.get(name, '')}" for name in LAUNCH_VARIABLES]
+    extra = hashlib.sha256("\n".join(extensions + launch).encode())
     served = binding.describe(settings) if binding.describe is not None else f"{binding.platform} kernels"
     return f"{served} {_files_digest(folders)}{extra.hexdigest()[:8]}"
 

@@ -134,3 +134,19 @@ def test_size_buckets_are_powers_of_four():
     assert size_bucket((1, 1, 1, 1, 256), "f32") == 5 and size_bucket((1, 1, 1, 1, 257), "f32") == 6
     assert size_bucket((1, 1, 1, 1, 512), "bf16") == 5
     assert size_label(5) == "256 B-1 KiB" and size_label(15) == "256 MiB-1 GiB"
+
+
+@pytest.mark.parametrize("variable", ["POOL3D_CUDA_THREADS", "POOL3D_CUDA_VECTOR", "POOL3D_CPU_THREADS",
+                                      "POOL3D_CUDA_LIBRARY", "POOL3D_KERNEL_LIBRARY"])
+def test_another_launch_or_build_of_the_kernels_is_another_key(monkeypatch, variable):
+    """A verdict of the kernels at 256 threads a block is not one of the same kernels at 512 (which once failed
+    to launch): the variables that choose a build or a launch are part of the `kernels` key."""
+    from pool3d_pass.bindings.registry import binding_for
+    from pool3d_pass.calibration.device import kernels
+    from pool3d_pass.options import binding_settings
+
+    binding, settings = binding_for("gpu"), binding_settings()
+    monkeypatch.delenv(variable, raising=False)
+    plain = kernels(binding, settings)
+    monkeypatch.setenv(variable, "512")
+    assert kernels(binding, settings) != plain
