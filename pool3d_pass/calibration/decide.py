@@ -180,13 +180,12 @@ class Decider:
             refusal = self._calibrate_if_needed(request, numerics_wanted, speed_wanted)
             if refusal is not None:
                 return refusal
-        if device is not None:
-            entry = self._store().read(device, subject.numerics())
-            if entry is not None and (refused := numerics_decision(entry)) is not None:
-                _say_once(logging.WARNING, f"{self.binding.platform} kernels refused for {subject.numerics().describe()} "
-                                           f"on {device.describe()}: {entry['verdict'].get('failed')}")
-                return refused
-        if (unverified := self._unverified(subject, device)) is not None:
+        numerics = None if device is None else self._store().read(device, subject.numerics())
+        if numerics is not None and (refused := numerics_decision(numerics)) is not None:
+            _say_once(logging.WARNING, f"{self.binding.platform} kernels refused for {subject.numerics().describe()} "
+                                       f"on {device.describe()}: {numerics['verdict'].get('failed')}")
+            return refused
+        if numerics is None and (unverified := self._unverified(device)) is not None:
             return unverified
         if self.explicit:
             return Decision(True, f"the explicit strategy '{self.options.strategy}'")
@@ -201,8 +200,8 @@ class Decider:
         return Decision(prior.rewrite, prior.source, "" if prior.rewrite else prior.reason,
                         figure=prior.reason if prior.rewrite and not prior.settled else "", speed=not prior.rewrite)
 
-    def _unverified(self, subject, device: Device | None) -> Decision | None:
-        """On a `verify_first` platform whose device this process has: a refusal until the class's battery passed here.
+    def _unverified(self, device: Device | None) -> Decision | None:
+        """On a `verify_first` platform whose device this process has: a refusal of a class with no battery verdict.
 
         No kernel runs on such a device before it gave the contract's results there, whatever the strategy
         and the calibration mode. A compile without the device (deviceless, `pool3d-opt --target=gpu` on a
@@ -210,10 +209,6 @@ class Decider:
         """
         if not self.binding.calibration.verify_first or jax_backend(self.options.target) is None:
             return None
-        if device is not None:
-            entry = self._store().read(device, subject.numerics())
-            if entry is not None and entry["verdict"]["passed"]:
-                return None
         if self.mode == modes.OFF:
             why = "calibration is 'off'"
         elif self.mode == modes.CACHED:
